@@ -1,0 +1,18 @@
+"""Turn files and byte strings of many formats into Documents (tagged text).
+
+Public surface: ``Source``, ``Document``, ``convert`` (in this process), ``WorkerPool`` (in
+isolated worker processes under limits), ``Limits``, ``Registry`` and the format table.
+"""
+
+from __future__ import annotations
+
+from .convert import Outcome, convert
+from .document import Block, Document, Inline
+from .limits import Limits
+from .registry import FORMATS_BASE, Format, Member, Registry, default_registry
+from .source import Source, path_to_uri, uri_to_path
+
+__all__ = [
+    "Block", "Document", "FORMATS_BASE", "Format", "Inline", "Limits", "Member", "Outcome",
+    "Registry", "Source", "convert", "default_registry", "path_to_uri", "uri_to_path",
+]

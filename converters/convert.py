@@ -1,0 +1,110 @@
+"""One Source in, its Document and those of its members out, each member failing on its own."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from types import GeneratorType
+
+from .detect import OCTET, detect
+from .document import Document
+from .errors import ConversionError, HostileInput, LimitExceeded, NotConfigured, SizeLimit, UnsupportedFormat
+from .limits import Limits
+from .registry import Member, Registry, default_registry
+from .source import Source
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What became of one URI: a Document, or an error with its reason."""
+
+    uri: str
+    document: Document | None = None
+    reason: str = ""
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.document is not None
+
+
+def name_only(source: Source, mime: str) -> Document:
+    """A document for a file we cannot read inside: still findable by its name and path."""
+    return Document(uri=source.uri, mime=mime, title=source.name, meta={"content": "none"})
+
+
+def convert(source: Source, registry: Registry | None = None, limits: Limits = Limits()) -> list[Outcome]:
+    """Convert ``source``; the first Outcome is always the source itself."""
+    registry = registry or default_registry()
+    outcomes: list[Outcome] = []
+    _convert(source, registry, limits, outcomes)
+    return outcomes
+
+
+def _convert(source: Source, registry: Registry, limits: Limits, out: list[Outcome]) -> None:
+    try:
+        if source.depth > limits.depth:
+            raise HostileInput(f"nested more than {limits.depth} containers deep")
+        size = source.size()
+        if size > limits.file_bytes:
+            raise SizeLimit(f"{size} bytes is over the file size limit of {limits.file_bytes}")
+        mime = detect(source, registry)
+        try:
+            conv = registry.converter(mime)
+        except (UnsupportedFormat, NotConfigured):
+            out.append(Outcome(source.uri, name_only(source, mime or OCTET)))
+            return
+        result = conv(source, mime)
+        if isinstance(result, Document):
+            out.append(Outcome(source.uri, _cap(result, limits)))
+            return
+        assert isinstance(result, GeneratorType)
+        _members(source, result, registry, limits, out)
+    except ConversionError as exc:
+        out.append(Outcome(source.uri, reason=exc.reason, message=str(exc)))
+    except RecursionError:
+        out.append(Outcome(source.uri, reason=HostileInput.reason, message="structure nested too deeply"))
+    except MemoryError:
+        raise  # the worker process dies and the pool records the memory limit
+    except Exception as exc:  # a converter bug must cost one file, never the run
+        logger.exception("converter failed on %s", source.uri)
+        out.append(Outcome(source.uri, reason="converter_bug", message=f"{type(exc).__name__}: {exc}"))
+
+
+def _members(source: Source, gen: GeneratorType, registry: Registry, limits: Limits, out: list[Outcome]) -> None:
+    parent_at = len(out)
+    count = 0
+    try:
+        for item in gen:
+            if isinstance(item, Document):
+                out.insert(parent_at, Outcome(source.uri, _cap(item, limits)))
+                continue
+            assert isinstance(item, Member)
+            count += 1
+            if count > limits.members:
+                raise LimitExceeded(f"more than {limits.members} members")
+            _convert(item.source, registry, limits, out)
+    except ConversionError as exc:
+        # A failure of the container after some members: the members found so far stay,
+        # and the container says it is incomplete.
+        parent = out[parent_at] if len(out) > parent_at and out[parent_at].uri == source.uri else None
+        if parent is None or parent.document is None:
+            out.insert(parent_at, Outcome(source.uri, reason=exc.reason, message=str(exc)))
+            return
+        parent.document.meta["incomplete"] = f"{exc.reason}: {exc}"
+    if len(out) == parent_at or out[parent_at].uri != source.uri:
+        out.insert(parent_at, Outcome(source.uri, name_only(source, source.mime or OCTET)))
+
+
+def _cap(doc: Document, limits: Limits) -> Document:
+    """Keep at most ``limits.text_chars`` of text, dropping whole blocks past the limit."""
+    total = 0
+    for i, b in enumerate(doc.blocks):
+        total += len(b.text)
+        if total > limits.text_chars:
+            del doc.blocks[i:]
+            doc.meta["truncated"] = "yes"
+            break
+    return doc

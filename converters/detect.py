@@ -1,0 +1,105 @@
+"""A file's MIME type: by suffix first (as Recoll's mimemap), then by sniffing the first bytes.
+
+The suffix wins when it names a format we convert; when it does not (or there is none), the
+content decides. A converter handed bytes that are not its format says so (CorruptFile).
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import re
+
+from .registry import Registry
+from .source import Source
+
+OCTET = "application/octet-stream"
+
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"%PDF-", "application/pdf"),
+    (b"\x1f\x8b", "application/gzip"),
+    (b"BZh", "application/x-bzip2"),
+    (b"\xfd7zXZ\x00", "application/x-xz"),
+    (b"{\\rtf", "application/rtf"),
+    (b"\x89PNG", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF8", "image/gif"),
+    (b"WARC/", "application/warc"),
+)
+_HTML = re.compile(rb"^\s*(<!--.*?-->\s*)*(<!doctype\s+html|<html|<head|<body)", re.I | re.S)
+_XML = re.compile(rb"^\s*<\?xml", re.I)
+_MAIL = re.compile(rb"^(return-path|received|from|message-id|date|subject|to|delivered-to|mime-version):", re.I)
+
+
+def extension(name: str) -> str:
+    base = name.rsplit("/", 1)[-1]
+    return base.rsplit(".", 1)[-1].lower() if "." in base.lstrip(".") else ""
+
+
+def detect(source: Source, registry: Registry) -> str:
+    ext = extension(source.name)
+    if ext:
+        mime = registry.mime_for_extension(ext)
+        if mime:
+            return mime
+    head = source.head(4096)
+    sniffed = sniff(head)
+    if sniffed != OCTET and sniffed in registry.by_mime:
+        return sniffed
+    if source.mime and source.mime in registry.by_mime:
+        return source.mime
+    if ext:
+        guessed, _ = mimetypes.guess_type("x." + ext, strict=False)
+        if guessed:
+            return guessed
+    return sniffed
+
+
+def sniff(head: bytes) -> str:
+    for magic, mime in _MAGIC:
+        if head.startswith(magic):
+            return mime
+    if head.startswith(b"PK\x03\x04"):
+        return _sniff_zip(head)
+    if head.startswith(b"ustar", 257) or head[257:262] == b"ustar":
+        return "application/x-tar"
+    if head.startswith(b"From ") and b"\n" in head:
+        return "application/mbox"
+    if _MAIL.match(head):
+        return "message/rfc822"
+    if _HTML.match(head):
+        return "text/html"
+    if _XML.match(head):
+        return "application/xml" if b"<html" not in head[:512].lower() else "application/xhtml+xml"
+    if looks_like_text(head):
+        return "text/plain"
+    return OCTET
+
+
+def _sniff_zip(head: bytes) -> str:
+    # OOXML and ODF put a telling first member name (or mimetype) in the first local header.
+    if b"mimetypeapplication/vnd.oasis.opendocument" in head[:200]:
+        end = head.find(b"PK", 38)
+        return head[38:end if end > 0 else 120].decode("ascii", "replace").strip()
+    if b"mimetypeapplication/epub+zip" in head[:200]:
+        return "application/epub+zip"
+    if b"word/" in head:
+        return "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    if b"ppt/" in head:
+        return "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+    if b"xl/" in head:
+        return "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    return "application/zip"
+
+
+def looks_like_text(head: bytes) -> bool:
+    """True unless the bytes look binary: NULs outside a UTF-16 pattern, or many control bytes."""
+    if not head:
+        return True
+    if head.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf")):
+        return True
+    if b"\x00" in head:
+        # UTF-16 without a BOM has NULs in every other byte, not scattered.
+        even, odd = head[0::2].count(0), head[1::2].count(0)
+        return max(even, odd) > 0.4 * len(head) / 2 and min(even, odd) < 0.05 * len(head) / 2
+    controls = sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 27))
+    return controls < 0.05 * len(head)

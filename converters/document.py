@@ -1,0 +1,79 @@
+"""The one form every converter produces: a title, metadata and an ordered list of blocks.
+
+A block is a heading, paragraph, list item, table cell, preformatted text or quote, made of
+inline runs (plain, emphasised, strong, code, or a link with its anchor text). Blocks found to
+be boilerplate (navigation, footers, repeated link lists) are kept but marked, so ranking can
+down-weight them. Serialised, a Document is tagged text (see ``converters.tagged``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+BLOCK_KINDS = ("h", "p", "li", "td", "pre", "quote")
+INLINE_STYLES = ("", "em", "strong", "code")
+
+
+@dataclass(slots=True)
+class Inline:
+    """A run of text inside a block; with ``href`` it is a link and ``text`` its anchor text."""
+
+    text: str
+    style: str = ""
+    href: str | None = None
+
+
+@dataclass(slots=True)
+class Block:
+    kind: str
+    runs: list[Inline] = field(default_factory=list)
+    level: int = 0  # heading level (1-6) or list depth; 0 where it means nothing
+    boilerplate: bool = False
+
+    @property
+    def text(self) -> str:
+        return "".join(r.text for r in self.runs)
+
+    @classmethod
+    def of(cls, kind: str, text: str, **kw: object) -> "Block":
+        return cls(kind, [Inline(text)], **kw)  # type: ignore[arg-type]
+
+
+@dataclass(slots=True)
+class Document:
+    """A converted document. ``uri`` is ``file:///...`` or ``http(s)://...``; a child of a
+    compound file has the parent's URI and ``#inner/path``."""
+
+    uri: str
+    mime: str = "application/octet-stream"
+    title: str = ""
+    meta: dict[str, str] = field(default_factory=dict)
+    blocks: list[Block] = field(default_factory=list)
+
+    def add(self, kind: str, text: str, **kw: object) -> None:
+        """Append a block of plain text, skipping blocks with nothing in them."""
+        if text and not text.isspace():
+            self.blocks.append(Block.of(kind, text, **kw))
+
+    def headings(self) -> Iterator[Block]:
+        return (b for b in self.blocks if b.kind == "h")
+
+    def text(self, main_only: bool = False) -> str:
+        """Plain text: the title, then each block on its own line."""
+        return "\n".join(_lines(self.title, self.blocks, main_only))
+
+    def body_text(self, boilerplate: bool = False) -> str:
+        """Text of the blocks only: the main content, or with ``boilerplate`` only the boilerplate."""
+        return "\n".join(b.text for b in self.blocks if b.boilerplate == boilerplate)
+
+    def links(self) -> Iterator[Inline]:
+        return (r for b in self.blocks for r in b.runs if r.href)
+
+
+def _lines(title: str, blocks: Iterable[Block], main_only: bool) -> Iterator[str]:
+    if title:
+        yield title
+    for b in blocks:
+        if not (main_only and b.boilerplate):
+            yield b.text

@@ -1,0 +1,157 @@
+"""HTML and XHTML: title, headings, paragraphs, lists, tables, quotes and links with anchor text.
+
+Scripts, styles and other non-text elements are dropped. Blocks inside ``nav``, ``header``,
+``footer`` and ``aside`` are kept but marked as boilerplate.
+"""
+
+from __future__ import annotations
+
+import re
+
+import lxml.html
+from lxml import etree
+
+from .document import Block, Document, Inline
+from .errors import CorruptFile
+from .source import Source
+from .textcodec import decode
+
+_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.I)
+_SPACE = re.compile(r"\s+")
+
+DROP = {"script", "style", "noscript", "template", "svg", "math", "head", "iframe", "object",
+        "canvas", "select", "button", "form"}
+BOILER = {"nav", "header", "footer", "aside", "menu"}
+HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+BLOCKS = {"p": "p", "div": "p", "section": "p", "article": "p", "main": "p", "li": "li", "dt": "li",
+          "dd": "li", "td": "td", "th": "td", "pre": "pre", "blockquote": "quote", "tr": "p",
+          "table": "p", "ul": "p", "ol": "p", "dl": "p", "figcaption": "p", "caption": "p",
+          "address": "p", "center": "p", "body": "p", "br": "p", "hr": "p", "fieldset": "p",
+          "legend": "p", "summary": "p", "details": "p", "label": "p", "option": "p"}
+STYLES = {"em": "em", "i": "em", "cite": "em", "strong": "strong", "b": "strong", "code": "code",
+          "kbd": "code", "samp": "code", "tt": "code"}
+
+
+def convert(source: Source, mime: str) -> Document:
+    data = source.read()
+    if not data.strip():
+        return Document(uri=source.uri, mime=mime, title=source.name)
+    m = _CHARSET.search(data[:4096])
+    text, encoding = decode(data, m.group(1).decode("ascii") if m else source_charset(source))
+    return from_text(text, source.uri, mime, fallback_title=source.name, encoding=encoding)
+
+
+def source_charset(source: Source) -> str | None:
+    if source.mime and "charset=" in source.mime:
+        return source.mime.split("charset=", 1)[1].split(";")[0].strip()
+    return None
+
+
+def parse(text: str) -> etree._Element:
+    # lxml refuses str input carrying an XML encoding declaration; the text is decoded already.
+    text = re.sub(r"^\s*<\?xml[^>]*>", "", text, count=1)
+    try:
+        return lxml.html.document_fromstring(text)
+    except (etree.ParserError, ValueError) as exc:
+        raise CorruptFile(f"unparseable HTML: {exc}") from exc
+
+
+def from_text(text: str, uri: str, mime: str, fallback_title: str = "", encoding: str = "") -> Document:
+    root = parse(text)
+    doc = Document(uri=uri, mime=mime)
+    if encoding:
+        doc.meta["encoding"] = encoding
+    _head(root, doc)
+    body = root.find("body")
+    walker = _Walker(doc)
+    walker.walk(body if body is not None else root, boiler=False, pre=False)
+    walker.flush()
+    if not doc.title:
+        h = next(doc.headings(), None)
+        doc.title = h.text if h is not None else fallback_title
+    return doc
+
+
+def _head(root: etree._Element, doc: Document) -> None:
+    lang = root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang")
+    if lang:
+        doc.meta["language"] = lang
+    title = root.find(".//title")
+    if title is not None:
+        doc.title = _SPACE.sub(" ", title.text_content()).strip()
+    for meta in root.iterfind(".//meta"):
+        name = (meta.get("name") or meta.get("property") or "").lower()
+        content = (meta.get("content") or "").strip()
+        if content and name in ("author", "description", "keywords", "dc.creator", "dc.date",
+                                "date", "og:title", "generator"):
+            doc.meta[name.removeprefix("dc.").replace("og:title", "og_title").replace("creator", "author")] = content
+
+
+class _Walker:
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+        self.runs: list[Inline] = []
+        self.kind = "p"
+        self.level = 0
+        self.boiler = False
+
+    def flush(self) -> None:
+        if self.runs:
+            text = "".join(r.text for r in self.runs)
+            if text.strip():
+                if self.kind != "pre":
+                    _trim(self.runs)
+                self.doc.blocks.append(Block(self.kind, self.runs, self.level, self.boiler))
+        self.runs = []
+
+    def start(self, kind: str, level: int, boiler: bool) -> None:
+        self.flush()
+        self.kind, self.level, self.boiler = kind, level, boiler
+
+    def text(self, s: str | None, style: str, href: str | None, pre: bool) -> None:
+        if not s:
+            return
+        if not pre:
+            s = _SPACE.sub(" ", s)
+        if self.runs and self.runs[-1].style == style and self.runs[-1].href == href:
+            self.runs[-1].text += s
+        else:
+            self.runs.append(Inline(s, style, href))
+
+    def walk(self, el: etree._Element, boiler: bool, pre: bool, style: str = "", href: str | None = None) -> None:
+        tag = el.tag if isinstance(el.tag, str) else ""
+        tag = tag.lower()
+        if tag in DROP or not isinstance(el.tag, str):
+            return
+        boiler = boiler or tag in BOILER or _hidden(el)
+        block = None
+        if tag in HEADINGS:
+            block = ("h", HEADINGS[tag])
+        elif tag in BLOCKS:
+            block = (BLOCKS[tag], 0)
+        if block:
+            self.start(block[0], block[1], boiler)
+        pre = pre or tag == "pre"
+        style = STYLES.get(tag, style)
+        if tag == "a" and el.get("href"):
+            href = el.get("href")
+        if tag == "img" and el.get("alt"):
+            self.text(" " + el.get("alt", "") + " ", style, href, pre)
+        self.text(el.text, style, href, pre)
+        for child in el:
+            self.walk(child, boiler, pre, style, href)
+            if isinstance(child.tag, str) and child.tag.lower() in (HEADINGS.keys() | BLOCKS.keys()):
+                self.start(block[0] if block else self.kind, block[1] if block else self.level,
+                           boiler if block else self.boiler)
+            self.text(child.tail, style, href, pre)
+        if block:
+            self.flush()
+
+
+def _hidden(el: etree._Element) -> bool:
+    return el.get("hidden") is not None or el.get("aria-hidden") == "true" or el.get("role") == "navigation"
+
+
+def _trim(runs: list[Inline]) -> None:
+    runs[0].text = runs[0].text.lstrip()
+    runs[-1].text = runs[-1].text.rstrip()

@@ -1,0 +1,191 @@
+"""Conversion in worker processes, each file under a time and a memory limit.
+
+A worker that runs past its deadline is killed; one that dies (out of memory, a crash in a C
+library) is replaced; either way the file gets a recorded error and the run goes on. Workers
+are started by a fork server, so they never inherit the indexer's threads or open index.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Iterable, Iterator
+
+from .convert import Outcome, convert
+from .limits import Limits
+from .source import Source
+
+logger = logging.getLogger(__name__)
+
+_CTX = mp.get_context("forkserver")
+
+
+def lower_priority() -> None:
+    """Idle CPU and I/O priority for this process, where the OS has them."""
+    try:
+        os.nice(19 - os.nice(0))
+    except OSError:
+        pass
+    if hasattr(os, "sched_setscheduler") and hasattr(os, "SCHED_IDLE"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except OSError:
+            pass
+    _ioprio_idle()
+
+
+def _ioprio_idle() -> None:
+    # ioprio_set(IOPRIO_WHO_PROCESS, 0, IOPRIO_CLASS_IDLE << 13); syscall 251 on x86_64, 30 on arm64.
+    import ctypes
+    import platform
+
+    nr = {"x86_64": 251, "aarch64": 30}.get(platform.machine())
+    if nr is None:
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).syscall(nr, 1, 0, 3 << 13)
+    except (OSError, AttributeError):
+        pass
+
+
+def _worker_main(conn: Connection, limits: Limits, idle: bool) -> None:
+    import resource
+
+    if idle:
+        lower_priority()
+    if limits.memory_bytes:
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    while True:
+        try:
+            source = conn.recv()
+        except (EOFError, OSError):
+            return
+        if source is None:
+            return
+        try:
+            conn.send(convert(source, limits=limits))
+        except MemoryError:
+            conn.send([Outcome(source.uri, reason="memory",
+                               message=f"over the memory limit of {limits.memory_bytes // 2**20} MiB")])
+            return  # a fresh process replaces this one, with no heap left fragmented
+
+
+@dataclass
+class _Worker:
+    process: mp.process.BaseProcess
+    conn: Connection
+    task: Source | None = None
+    deadline: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+
+
+class WorkerPool:
+    def __init__(self, workers: int = 2, limits: Limits = Limits(), idle: bool = True) -> None:
+        self.size = max(1, workers)
+        self.limits = limits
+        self.idle = idle
+        self._workers: list[_Worker] = []
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _spawn(self) -> _Worker:
+        parent, child = _CTX.Pipe()
+        p = _CTX.Process(target=_worker_main, args=(child, self.limits, self.idle), daemon=True,
+                         name="deskdex-convert")
+        p.start()
+        child.close()
+        w = _Worker(p, parent)
+        self._workers.append(w)
+        return w
+
+    def _retire(self, w: _Worker) -> None:
+        if w.process.is_alive():
+            w.process.kill()
+        w.process.join(5)
+        w.conn.close()
+        self._workers.remove(w)
+
+    def close(self) -> None:
+        for w in list(self._workers):
+            try:
+                w.conn.send(None)
+            except OSError:
+                pass
+        for w in list(self._workers):
+            w.process.join(2)
+            self._retire(w)
+
+    def map(self, sources: Iterable[Source]) -> Iterator[tuple[Source, list[Outcome]]]:
+        """Convert every source; yields (source, outcomes) in completion order."""
+        todo = iter(sources)
+        backlog: deque[Source] = deque()
+        exhausted = False
+        while True:
+            while not exhausted and len(backlog) < self.size:
+                nxt = next(todo, None)
+                if nxt is None:
+                    exhausted = True
+                else:
+                    backlog.append(nxt)
+            busy = [w for w in self._workers if w.task is not None]
+            while backlog and len(busy) < self.size:
+                w = next((w for w in self._workers if w.task is None), None) or self._spawn()
+                w.task = backlog.popleft()
+                w.deadline = time.monotonic() + self.limits.time_seconds
+                try:
+                    w.conn.send(w.task)
+                except OSError:
+                    backlog.appendleft(w.task)
+                    self._retire(w)
+                    continue
+                busy.append(w)
+            if not busy:
+                if exhausted and not backlog:
+                    return
+                continue
+            timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout)
+            for w in busy:
+                assert w.task is not None
+                task = w.task
+                if w.conn in ready:
+                    try:
+                        outcomes = w.conn.recv()
+                    except (EOFError, OSError):
+                        outcomes = [Outcome(task.uri, reason="crash", message=_death(w))]
+                        self._retire(w)
+                    w.task = None
+                    yield task, outcomes
+                elif w.process.sentinel in ready:
+                    message = _death(w)
+                    self._retire(w)
+                    w.task = None
+                    yield task, [Outcome(task.uri, reason="crash", message=message)]
+                elif time.monotonic() >= w.deadline:
+                    self._retire(w)
+                    w.task = None
+                    yield task, [Outcome(task.uri, reason="timeout",
+                                         message=f"conversion took over {self.limits.time_seconds:g} s")]
+
+
+def _death(w: _Worker) -> str:
+    w.process.join(1)
+    code = w.process.exitcode
+    if code is not None and code < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = str(-code)
+        return f"converter process died of {name} (memory limit or crash)"
+    return f"converter process exited with code {code}"

@@ -1,0 +1,17 @@
+"""Limits a conversion runs under; defaults suit a laptop, every one is a setting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    time_seconds: float = 60.0  # per file, enforced by killing the worker process
+    memory_bytes: int = 1024 * 1024 * 1024  # address space of a worker process
+    file_bytes: int = 256 * 1024 * 1024  # larger files are recorded as too large, not read
+    text_chars: int = 20_000_000  # text kept per document
+    depth: int = 8  # containers inside containers
+    members: int = 20_000  # members of one container
+    member_bytes: int = 128 * 1024 * 1024  # one uncompressed member
+    expansion_ratio: int = 200  # uncompressed/compressed above which a member is a bomb

@@ -1,0 +1,102 @@
+"""Which converter handles which format: one table, defaults merged with the user's settings.
+
+A format is found by the file's suffix first, then by sniffing its first bytes (``detect``).
+Converters are named by dotted path (``module:function``) and imported on first use; a
+converter whose library is missing is turned off with one logged error, remembered, and its
+files are indexed by name and path only. ``convert`` turns one Source into a Document.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Union
+
+from .document import Document
+from .errors import NotConfigured, UnsupportedFormat
+from .source import Source
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """A child found inside a compound file, to be converted in its turn."""
+
+    source: Source
+
+
+# A converter returns a Document, or for a compound file an iterator that yields the parent
+# Document first and then its Members.
+Result = Union[Document, Iterator[Union[Document, Member]]]
+Converter = Callable[[Source, str], Result]
+
+
+@dataclass(frozen=True, slots=True)
+class Format:
+    name: str
+    mimes: tuple[str, ...]
+    extensions: tuple[str, ...]
+    handler: str  # "module:function"
+    library: str  # what does the work, for `deskdex formats`
+
+
+FORMATS_BASE: tuple[Format, ...] = (
+    Format("Plain text", ("text/plain",), ("txt", "text", "log", "readme", "1st", "me"),
+           "converters.plaintext:convert", "charset-normalizer"),
+    Format("HTML", ("text/html", "application/xhtml+xml"), ("html", "htm", "xhtml", "shtml"),
+           "converters.html:convert", "lxml"),
+    Format("PDF", ("application/pdf",), ("pdf",), "converters.pdf:convert", "pdfminer.six"),
+    Format("Word (DOCX)", ("application/vnd.openxmlformats-officedocument.wordprocessingml.document",),
+           ("docx", "docm", "dotx"), "converters.word:convert", "python-docx"),
+)
+
+
+class Registry:
+    def __init__(self, formats: Iterable[Format] = FORMATS_BASE, overrides: dict[str, str] | None = None):
+        self.formats = list(formats)
+        self.by_mime: dict[str, str] = {}
+        self.by_ext: dict[str, str] = {}
+        for f in self.formats:
+            for m in f.mimes:
+                self.by_mime.setdefault(m, f.handler)
+            for e in f.extensions:
+                self.by_ext.setdefault(e, f.mimes[0])
+        self.by_mime.update(overrides or {})
+        self._loaded: dict[str, Converter] = {}
+        self._broken: dict[str, str] = {}
+
+    def mime_for_extension(self, ext: str) -> str | None:
+        return self.by_ext.get(ext.lower())
+
+    def converter(self, mime: str) -> Converter:
+        handler = self.by_mime.get(mime)
+        if handler is None:
+            raise UnsupportedFormat(f"no converter for {mime}")
+        if handler in self._broken:
+            raise NotConfigured(self._broken[handler])
+        conv = self._loaded.get(handler)
+        if conv is None:
+            conv = self._loaded[handler] = self._load(handler)
+        return conv
+
+    def _load(self, handler: str) -> Converter:
+        module, _, func = handler.partition(":")
+        try:
+            return getattr(importlib.import_module(module), func)  # type: ignore[no-any-return]
+        except (ImportError, AttributeError) as exc:
+            msg = f"converter {handler} is turned off: {exc}"
+            self._broken[handler] = msg
+            logger.error("%s", msg)
+            raise NotConfigured(msg) from exc
+
+
+_default: Registry | None = None
+
+
+def default_registry() -> Registry:
+    global _default
+    if _default is None:
+        _default = Registry()
+    return _default

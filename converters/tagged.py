@@ -1,0 +1,111 @@
+"""Tagged text: the small XML dialect a Document is stored and shown as (docs/tagged-text.md).
+
+    <doc uri="file:///home/a/report.pdf" mime="application/pdf">
+    <title>Quarterly report</title>
+    <meta name="author">A. Person</meta>
+    <h level="1">Results</h>
+    <p>Sales <em>rose</em>, see <a href="https://example.org/q3">the Q3 table</a>.</p>
+    <li level="1">first point</li>
+    <p boilerplate="1">Home | About | Contact</p>
+    </doc>
+
+``dumps`` and ``loads`` round-trip exactly. Characters XML 1.0 cannot carry (NUL and other C0
+controls, lone surrogates) are dropped on the way out, so any converter output serialises.
+"""
+
+from __future__ import annotations
+
+import re
+from xml.sax.saxutils import escape, quoteattr
+
+from lxml import etree
+
+from .document import BLOCK_KINDS, Block, Document, Inline
+from .errors import CorruptFile
+
+_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True, remove_blank_text=False)
+
+
+def clean(text: str) -> str:
+    """Drop the characters XML 1.0 cannot hold."""
+    return _INVALID_XML.sub("", text)
+
+
+def _text(s: str) -> str:
+    return escape(clean(s))
+
+
+def _attr(s: str) -> str:
+    return quoteattr(clean(s))
+
+
+def dumps(doc: Document) -> str:
+    out = [f"<doc uri={_attr(doc.uri)} mime={_attr(doc.mime)}>\n"]
+    if doc.title:
+        out.append(f"<title>{_text(doc.title)}</title>\n")
+    for name, value in doc.meta.items():
+        out.append(f"<meta name={_attr(name)}>{_text(value)}</meta>\n")
+    for b in doc.blocks:
+        attrs = ""
+        if b.level:
+            attrs += f' level="{b.level}"'
+        if b.boilerplate:
+            attrs += ' boilerplate="1"'
+        out.append(f"<{b.kind}{attrs}>")
+        for r in b.runs:
+            t = _text(r.text)
+            if r.href is not None:
+                style = f" style={_attr(r.style)}" if r.style else ""
+                out.append(f"<a href={_attr(r.href)}{style}>{t}</a>")
+            elif r.style:
+                out.append(f"<{r.style}>{t}</{r.style}>")
+            else:
+                out.append(t)
+        out.append(f"</{b.kind}>\n")
+    out.append("</doc>\n")
+    return "".join(out)
+
+
+def loads(data: str | bytes) -> Document:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    try:
+        root = etree.fromstring(data, _PARSER)
+    except etree.XMLSyntaxError as exc:
+        raise CorruptFile(f"not valid tagged text: {exc}") from exc
+    if root.tag != "doc":
+        raise CorruptFile(f"tagged text must start with <doc>, not <{root.tag}>")
+    doc = Document(uri=root.get("uri", ""), mime=root.get("mime", ""))
+    for el in root:
+        if el.tag == "title":
+            doc.title = el.text or ""
+        elif el.tag == "meta":
+            doc.meta[el.get("name", "")] = el.text or ""
+        elif el.tag in BLOCK_KINDS:
+            doc.blocks.append(_block(el))
+    return doc
+
+
+def _block(el: etree._Element) -> Block:
+    runs: list[Inline] = []
+    if el.text:
+        runs.append(Inline(el.text))
+    for child in el:
+        if child.tag == "a":
+            runs.append(Inline(child.text or "", child.get("style", ""), child.get("href", "")))
+        else:
+            runs.append(Inline(child.text or "", str(child.tag)))
+        if child.tail:
+            runs.append(Inline(child.tail))
+    return Block(
+        str(el.tag), runs, level=int(el.get("level", "0")), boilerplate=el.get("boilerplate") == "1"
+    )
+
+
+def plain_text(data: str | bytes) -> str:
+    """The text of stored tagged text, without building a Document (used for snippets)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    root = etree.fromstring(data, _PARSER)
+    return "\n".join("".join(el.itertext()) for el in root if el.tag != "meta")

@@ -1,0 +1,79 @@
+"""DOCX with python-docx: headings by paragraph style, paragraphs, lists, tables, core properties."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+
+from .document import Block, Document, Inline
+from .errors import CorruptFile
+from .source import Source
+
+_HEADING = re.compile(r"^(?:heading|überschrift|titre|título|titolo)\s*(\d)", re.I)
+
+
+def convert(source: Source, mime: str) -> Document:
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
+
+    data = source.read()
+    try:
+        d = docx.Document(io.BytesIO(data))
+    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
+        raise CorruptFile(f"not a readable DOCX: {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:  # lxml and python-docx raise many kinds on broken parts
+        raise CorruptFile(f"not a readable DOCX: {type(exc).__name__}: {exc}") from exc
+    doc = Document(uri=source.uri, mime=mime)
+    props = d.core_properties
+    for name in ("author", "subject", "keywords", "language", "category", "comments"):
+        value = getattr(props, name, None)
+        if value:
+            doc.meta[name] = str(value)
+    for name in ("created", "modified"):
+        value = getattr(props, name, None)
+        if value:
+            doc.meta[name] = value.isoformat()
+    _body(d, doc)
+    doc.title = (props.title or "").strip() or next((b.text for b in doc.headings()), "") or source.name
+    return doc
+
+
+def _body(d: object, doc: Document) -> None:
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    for item in d.iter_inner_content():  # type: ignore[attr-defined]
+        if isinstance(item, Paragraph):
+            _paragraph(item, doc)
+        elif isinstance(item, Table):
+            for row in item.rows:
+                seen: set[int] = set()
+                for cell in row.cells:
+                    if id(cell._tc) in seen:  # merged cells repeat
+                        continue
+                    seen.add(id(cell._tc))
+                    doc.add("td", cell.text.strip())
+
+
+def _paragraph(p: object, doc: Document) -> None:
+    from docx.text.hyperlink import Hyperlink
+
+    style = (p.style.name if p.style is not None else "") or ""  # type: ignore[attr-defined]
+    runs: list[Inline] = []
+    for item in p.iter_inner_content():  # type: ignore[attr-defined]
+        if isinstance(item, Hyperlink):
+            if item.text:
+                runs.append(Inline(item.text, "", item.url or item.address or ""))
+        elif item.text:
+            runs.append(Inline(item.text, "strong" if item.bold else "em" if item.italic else ""))
+    text = "".join(r.text for r in runs).strip()
+    if not text:
+        return
+    m = _HEADING.match(style)
+    if m or style.lower() == "title":
+        doc.blocks.append(Block("h", [Inline(text)], level=int(m.group(1)) if m else 1))
+    elif "list" in style.lower():
+        doc.blocks.append(Block("li", runs, level=1))
+    else:
+        doc.blocks.append(Block("p", runs))

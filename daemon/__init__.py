@@ -1,0 +1,1 @@
+"""Processes, configuration, the command line and (later) the socket and clients."""

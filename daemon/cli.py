@@ -1,0 +1,220 @@
+"""The ``deskdex`` command. Heavy modules are imported inside each command, so ``--help`` and
+quick commands start fast."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from typing import Any, Sequence
+
+from converters.errors import DeskdexError
+
+from .paths import ENV, Home
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_BUSY = 3
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    daemon = args.command == "daemon"
+    level = logging.DEBUG if getattr(args, "verbose", False) else logging.INFO if daemon else logging.ERROR
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(message)s" if daemon else "deskdex: %(message)s")
+    if not args.command:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except DeskdexError as exc:
+        from converters.errors import IndexBusy
+
+        print(f"deskdex: {exc}", file=sys.stderr)
+        return EXIT_BUSY if isinstance(exc, IndexBusy) else EXIT_ERROR
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS,
+                        help=f"keep all state (config, data, socket) under DIR (also ${ENV})")
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log more")
+    p = argparse.ArgumentParser(prog="deskdex", parents=[common],
+                                description="Desktop search: index folders, then search them.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    s = sub.add_parser("index", parents=[common], help="index files and folders once, then exit",
+                       description="Index files and folders once: convert what changed, skip what did not, "
+                                   "drop what was deleted. Prints a summary (indexed, unchanged, failed by reason).")
+    s.add_argument("paths", nargs="+", metavar="PATH")
+    s.add_argument("--workers", type=int, default=None, help="converter processes (default: all cores)")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    s.set_defaults(func=cmd_index)
+
+    s = sub.add_parser("search", parents=[common], help="search the index",
+                       description="Search the index. Words are ANDed; use OR, NOT, -word, \"phrases\", field:value.")
+    s.add_argument("query", nargs="+")
+    s.add_argument("--limit", type=int, default=10, help="results to show (default 10)")
+    s.add_argument("--offset", type=int, default=0, help="skip this many results first")
+    s.add_argument("--json", action="store_true", help="print {total, hits: [...]} as JSON")
+    s.set_defaults(func=cmd_search)
+
+    s = sub.add_parser("show", parents=[common], help="print the stored tagged text of a document",
+                       description="Print the tagged text stored for a file path or URI (file:///...#member too).")
+    s.add_argument("target", metavar="PATH_OR_URI")
+    s.set_defaults(func=cmd_show)
+
+    s = sub.add_parser("status", parents=[common], help="documents, failures, sizes and locations",
+                       description="How many documents, how many failed and why, index and store sizes, where they live.")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--failures", action="store_true", help="list every failed file with its reason")
+    s.set_defaults(func=cmd_status)
+
+    s = sub.add_parser("daemon", parents=[common], help="run the indexer in the foreground (what `make run` starts)",
+                       description="Index the configured folders (default: Documents, else home), then stay up. Ctrl-C stops.")
+    s.add_argument("--once", action="store_true", help="exit after the first full index")
+    s.set_defaults(func=cmd_daemon)
+    return p
+
+
+def _home(args: argparse.Namespace) -> Home:
+    return Home.resolve(getattr(args, "home", None))
+
+
+def _print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, ensure_ascii=False, indent=None)
+    sys.stdout.write("\n")
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from . import config
+    from .run import run_index
+
+    home = _home(args).ensure()
+    cfg = config.load(home)
+    missing = [p for p in args.paths if not os.path.lexists(p)]
+    if missing:
+        print(f"deskdex: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return EXIT_USAGE
+    workers = args.workers or os.cpu_count() or 2
+    summary = run_index(cfg, [os.path.abspath(p) for p in args.paths], workers=workers, idle=False,
+                        progress=not args.no_progress and sys.stderr.isatty())
+    if args.json:
+        _print_json(summary.to_json())
+    else:
+        print(format_summary(summary))
+    return 0
+
+
+def format_summary(s: Any) -> str:
+    lines = [f"indexed {s.indexed}, unchanged {s.unchanged}, moved or copied {s.reused}, removed {s.removed}, "
+             f"members {s.members}, failed {sum(s.failed.values())} in {s.seconds:.1f} s"]
+    for reason, n in s.failed.most_common():
+        lines.append(f"  failed ({reason}): {n}")
+    for path, reason, message in s.failures[:10]:
+        lines.append(f"    {path}: {message}")
+    if len(s.failures) > 10:
+        lines.append(f"    ... and {len(s.failures) - 10} more (deskdex status --failures)")
+    return "\n".join(lines)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from index import Collection, search
+
+    from .render import render_hits
+
+    home = _home(args)
+    with Collection.open(home.data_dir) as coll:
+        results = search(coll, " ".join(args.query), limit=args.limit, offset=args.offset)
+    if args.json:
+        _print_json(results.to_json())
+    else:
+        sys.stdout.write(render_hits(results, color=_color()))
+    return 0
+
+
+def _color() -> bool:
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from converters.source import path_to_uri
+    from index import Collection
+
+    home = _home(args)
+    target = args.target
+    uri = target if "://" in target else path_to_uri(os.path.abspath(target))
+    with Collection.open(home.data_dir) as coll:
+        row = coll.get(uri)
+        if row is None:
+            print(f"deskdex: not in the index: {target}", file=sys.stderr)
+            return EXIT_ERROR
+        if row.status != "ok":
+            print(f"deskdex: {target} failed to convert ({row.reason}): {row.error}", file=sys.stderr)
+            return EXIT_ERROR
+        text = coll.tagged_text(row)
+    if text is None:
+        print(f"deskdex: {target} is indexed by name only (no text could be extracted)", file=sys.stderr)
+        return EXIT_ERROR
+    sys.stdout.write(text)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from index import Collection
+
+    home = _home(args)
+    info: dict[str, Any] = {"home": {"config": home.config_dir, "data": home.data_dir, "runtime": home.runtime_dir}}
+    try:
+        with Collection.open(home.data_dir) as coll:
+            info.update(coll.catalog.counts())
+            info.update(coll.sizes())
+            last = coll.catalog.get_meta("last_commit")
+            info["last_commit"] = float(last) if last else None
+            if args.failures:
+                info["failures"] = [{"path": r.path, "uri": r.uri, "reason": r.reason, "message": r.error}
+                                    for r in coll.catalog.rows("status='failed'")]
+    except DeskdexError as exc:
+        info.update({"documents": 0, "failed": 0, "failed_by_reason": {}, "index_bytes": 0, "store_bytes": 0,
+                     "note": str(exc)})
+    info["state"] = "idle"
+    if args.json:
+        _print_json(info)
+        return 0
+    print(f"documents: {info['documents']}")
+    print(f"failed:    {info['failed']}" + "".join(f"\n  {k}: {v}" for k, v in info["failed_by_reason"].items()))
+    print(f"index:     {_size(info['index_bytes'])} in {os.path.join(home.data_dir, 'tantivy')}")
+    print(f"store:     {_size(info['store_bytes'])} in {os.path.join(home.data_dir, 'catalog.sqlite')}")
+    print(f"config:    {home.config_dir}")
+    if info.get("note"):
+        print(info["note"])
+    for f in info.get("failures", []):
+        print(f"  {f['path'] if '#' not in f['uri'] else f['uri']}: {f['reason']}: {f['message']}")
+    return 0
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def cmd_daemon(args: argparse.Namespace) -> int:
+    from . import config
+    from .run import run_daemon
+
+    home = _home(args).ensure()
+    return run_daemon(config.load(home), once=args.once)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

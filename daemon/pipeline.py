@@ -1,0 +1,174 @@
+"""Bring the index in line with a set of files and folders: convert what changed, reuse what
+only moved, remove what is gone. The one place where sources, converters and index meet."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+from converters import Limits, Outcome, Source, path_to_uri
+from converters.errors import UnreadableFile
+from converters.isolation import WorkerPool
+from index import Collection, Row
+from index.checksums import raw_checksum
+
+from .scan import Excluder, FileInfo, walk
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Summary:
+    indexed: int = 0  # converted (or re-converted) files
+    reused: int = 0  # new or moved files whose bytes were known: no conversion
+    unchanged: int = 0
+    removed: int = 0
+    members: int = 0  # documents found inside compound files
+    failed: Counter[str] = field(default_factory=Counter)
+    failures: list[tuple[str, str, str]] = field(default_factory=list)  # (path, reason, message)
+    seconds: float = 0.0
+    bytes: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {"indexed": self.indexed, "reused": self.reused, "unchanged": self.unchanged,
+                "removed": self.removed, "members": self.members, "failed": sum(self.failed.values()),
+                "failed_by_reason": dict(self.failed), "seconds": round(self.seconds, 3), "bytes": self.bytes,
+                "failures": [{"path": p, "reason": r, "message": m} for p, r, m in self.failures]}
+
+
+Progress = Callable[[int, str], None]  # (files done since the last call, current path)
+
+
+class Indexer:
+    def __init__(self, coll: Collection, limits: Limits = Limits(), workers: int = 2, idle: bool = False,
+                 commit_every: int = 1000, commit_seconds: float = 30.0) -> None:
+        self.coll = coll
+        self.limits = limits
+        self.workers = workers
+        self.idle = idle
+        self.commit_every = commit_every
+        self.commit_seconds = commit_seconds
+        self._last_commit = time.monotonic()
+        self._raw: dict[str, str] = {}  # raw checksum of each file out for conversion
+
+    def scan(self, roots: Iterable[str], excludes: Iterable[str] = ()) -> list[FileInfo]:
+        excluder = Excluder(excludes)
+        return [f for root in roots for f in walk(root, excluder)]
+
+    def sync(self, roots: list[str], files: list[FileInfo], progress: Progress | None = None) -> Summary:
+        """Index ``files`` (found under ``roots``) and drop catalog entries under the roots that are gone."""
+        started = time.monotonic()
+        summary = Summary()
+        wanted: dict[str, FileInfo] = {}
+        try:
+            with WorkerPool(self.workers, self.limits, idle=self.idle) as pool:
+                for source, outcomes in pool.map(self._to_convert(files, wanted, summary, progress)):
+                    info = wanted.pop(source.uri)
+                    self._store(info, outcomes, summary)
+                    if progress:
+                        progress(1, info.path)
+                    self._maybe_commit()
+            self._remove_missing(roots, {path_to_uri(f.path) for f in files}, summary)
+        finally:
+            self.coll.commit()
+        self.coll.collect_garbage()
+        summary.seconds = time.monotonic() - started
+        return summary
+
+    def _to_convert(self, files: list[FileInfo], wanted: dict[str, FileInfo], summary: Summary,
+                    progress: Progress | None) -> Iterator[Source]:
+        """Yield what must be converted; settle unchanged and merely moved files on the way."""
+        for info in files:
+            uri = path_to_uri(info.path)
+            row = self.coll.get(uri)
+            if row is not None and row.size == info.size and abs(row.mtime - info.mtime) < 1e-6:
+                summary.unchanged += 1
+                if progress:
+                    progress(1, info.path)
+                continue
+            try:
+                raw = raw_checksum(info.path)
+            except FileNotFoundError:
+                # Deleted between the scan and now: nothing to index, and no ghost left behind.
+                logger.warning("%s: vanished during the run", info.path)
+                summary.failed["vanished"] += 1
+                summary.failures.append((info.path, "vanished", "deleted during the run"))
+                if row is not None:
+                    self.coll.delete(uri)
+                if progress:
+                    progress(1, info.path)
+                continue
+            except OSError as exc:
+                self._fail(info, uri, None, "unreadable", str(UnreadableFile(f"{exc.strerror}: {info.path}")), summary)
+                if progress:
+                    progress(1, info.path)
+                continue
+            same = row if row is not None and row.raw_sum == raw and row.status == "ok" else None
+            if same is None:
+                same = self.coll.catalog.find_ok_by_raw_sum(raw)
+            if same is not None and not self.coll.catalog.descendants(same.uri):
+                fresh = Row(uri=uri, path=info.path, size=info.size, mtime=info.mtime, raw_sum=raw)
+                self.coll.reuse(fresh, same)
+                if same.uri == uri:
+                    summary.unchanged += 1
+                else:
+                    summary.reused += 1
+                if progress:
+                    progress(1, info.path)
+                self._maybe_commit()
+                continue
+            wanted[uri] = FileInfo(info.path, info.size, info.mtime)
+            self._raw[uri] = raw
+            summary.bytes += info.size
+            yield Source.from_path(info.path)
+
+    def _store(self, info: FileInfo, outcomes: list[Outcome], summary: Summary) -> None:
+        uri = outcomes[0].uri
+        raw = self._raw.pop(uri, None)
+        for child in self.coll.catalog.descendants(uri):  # members are re-derived from scratch
+            self.coll.delete(child)
+        for i, o in enumerate(outcomes):
+            parent = None if i == 0 else _parent_of(o.uri)
+            if o.document is None:
+                self._fail(info, o.uri, parent, o.reason, o.message, summary)
+                continue
+            row = Row(uri=o.uri, parent=parent, path=info.path, size=info.size if i == 0 else 0,
+                      mtime=info.mtime, raw_sum=raw if i == 0 else None)
+            self.coll.put(row, o.document)
+            if i == 0:
+                summary.indexed += 1
+            else:
+                summary.members += 1
+
+    def _fail(self, info: FileInfo, uri: str, parent: str | None, reason: str, message: str, summary: Summary) -> None:
+        logger.warning("%s: %s (%s)", info.path if parent is None else uri, message, reason)
+        summary.failed[reason] += 1
+        summary.failures.append((info.path if parent is None else uri, reason, message))
+        row = Row(uri=uri, parent=parent, path=info.path, size=info.size, mtime=info.mtime,
+                  status="failed", reason=reason, error=message, title=os.path.basename(info.path))
+        self.coll.put(row, None)
+
+    def _remove_missing(self, roots: list[str], present: set[str], summary: Summary) -> None:
+        for root in roots:
+            root = os.path.abspath(root)
+            if os.path.isdir(root):
+                gone = [uri for uri, *_ in self.coll.files_under(root) if uri not in present]
+            else:
+                uri = path_to_uri(root)
+                gone = [uri] if uri not in present and self.coll.get(uri) is not None else []
+            for uri in gone:
+                self.coll.delete(uri)
+                summary.removed += 1
+
+    def _maybe_commit(self) -> None:
+        if self.coll.dirty >= self.commit_every or time.monotonic() - self._last_commit > self.commit_seconds:
+            self.coll.commit()
+            self._last_commit = time.monotonic()
+
+
+def _parent_of(uri: str) -> str:
+    return uri.rsplit("#", 1)[0]

@@ -1,0 +1,49 @@
+"""Search results for a terminal: title, path, date, size and a snippet with the matches highlighted."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from index.search import Results
+
+BOLD, DIM, CYAN, YELLOW, RESET = "\033[1m", "\033[2m", "\033[36m", "\033[33m", "\033[0m"
+
+
+def render_hits(results: "Results", color: bool) -> str:
+    if not results.hits:
+        return "no results\n"
+    out = []
+    for n, h in enumerate(results.hits, 1):
+        date = time.strftime("%Y-%m-%d", time.localtime(h.mtime)) if h.mtime else ""
+        where = h.uri if "#" in h.uri else h.path
+        title = h.title or where
+        if color:
+            out.append(f"{BOLD}{n}. {title}{RESET}\n   {CYAN}{where}{RESET}  {DIM}{date}  {human(h.size)}{RESET}\n")
+        else:
+            out.append(f"{n}. {title}\n   {where}  {date}  {human(h.size)}\n")
+        if h.snippet:
+            out.append("   " + highlight(h.snippet, h.highlights or [], color) + "\n")
+    shown = f"{len(results.hits)} of {results.total}"
+    out.append(f"{shown} results\n")
+    return "".join(out)
+
+
+def highlight(snippet: str, spans: list[tuple[int, int]], color: bool) -> str:
+    parts, last = [], 0
+    for a, b in spans:
+        parts.append(snippet[last:a])
+        parts.append(f"{YELLOW}{BOLD}{snippet[a:b]}{RESET}" if color else f"[{snippet[a:b]}]")
+        last = b
+    parts.append(snippet[last:])
+    return " ".join("".join(parts).split())
+
+
+def human(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return str(n)

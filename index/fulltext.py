@@ -1,0 +1,120 @@
+"""The tantivy index: schema, analyzers, and turning a catalog row plus Document into fields.
+
+Custom analyzers are not saved with a tantivy index, so ``open_index`` registers them on every
+open. Body text is indexed but not stored: snippets come from the text store, which keeps the
+index small and the catalog the one source of truth.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import tantivy
+
+from converters.detect import extension
+from converters.errors import IndexBusy, StoreError
+
+if TYPE_CHECKING:
+    from converters.document import Document
+
+    from .store import Row
+
+SCHEMA_VERSION = "1"
+TEXT = "words"  # lower-cased, accent-folded, English-stemmed words
+PATH = "pathwords"  # the same without stemming, for file names and folders
+FIELD_BOOSTS = {"title": 4.0, "headings": 2.0, "path": 1.5, "author": 1.5, "body": 1.0, "boiler": 0.3}
+DEFAULT_FIELDS = list(FIELD_BOOSTS)
+
+
+def build_schema() -> tantivy.Schema:
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("uri", stored=True, tokenizer_name="raw")
+    sb.add_text_field("title", stored=True, tokenizer_name=TEXT)
+    sb.add_text_field("headings", stored=False, tokenizer_name=TEXT)
+    sb.add_text_field("body", stored=False, tokenizer_name=TEXT)
+    sb.add_text_field("boiler", stored=False, tokenizer_name=TEXT)
+    sb.add_text_field("author", stored=True, tokenizer_name=TEXT)
+    sb.add_text_field("path", stored=True, tokenizer_name=PATH)
+    sb.add_facet_field("folder")
+    sb.add_text_field("ext", stored=True, tokenizer_name="raw")
+    sb.add_text_field("mime", stored=True, tokenizer_name="raw")
+    sb.add_text_field("source", stored=True, tokenizer_name="raw")
+    sb.add_text_field("blob", stored=True, tokenizer_name="raw", index_option="basic")
+    sb.add_integer_field("size", stored=True, indexed=True, fast=True)
+    sb.add_integer_field("mtime", stored=True, indexed=True, fast=True)
+    sb.add_integer_field("cluster", stored=True, indexed=True, fast=True)
+    return sb.build()
+
+
+def _analyzers() -> dict[str, tantivy.TextAnalyzer]:
+    T, F = tantivy.Tokenizer, tantivy.Filter
+
+    def base() -> tantivy.TextAnalyzerBuilder:  # a builder is consumed by build()
+        return tantivy.TextAnalyzerBuilder(T.simple()).filter(F.remove_long(60)).filter(F.lowercase()).filter(F.ascii_fold())
+
+    return {TEXT: base().filter(F.stemmer("english")).build(), PATH: base().build()}
+
+
+ANALYZERS = _analyzers()
+
+
+def analyze(text: str) -> list[str]:
+    return ANALYZERS[TEXT].analyze(text)  # type: ignore[no-any-return]
+
+
+def open_index(directory: str, create: bool) -> tantivy.Index:
+    if create:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    elif not os.path.isdir(directory):
+        raise StoreError(f"no tantivy index in {directory}")
+    try:
+        index = tantivy.Index(build_schema(), path=directory, reuse=True)
+    except ValueError as exc:
+        raise StoreError(f"cannot open the index in {directory}: {exc}") from exc
+    for name, analyzer in ANALYZERS.items():
+        index.register_tokenizer(name, analyzer)
+    return index
+
+
+def open_writer(index: tantivy.Index, heap_bytes: int = 64_000_000, threads: int = 1) -> tantivy.IndexWriter:
+    try:
+        return index.writer(heap_size=heap_bytes, num_threads=threads)
+    except ValueError as exc:
+        if "LockBusy" in str(exc):
+            raise IndexBusy("another deskdex process is writing to this index") from exc
+        raise StoreError(f"cannot write to the index: {exc}") from exc
+
+
+def to_fields(row: "Row", doc: "Document | None") -> tantivy.Document:
+    """The tantivy document for a catalog row; ``doc`` None indexes the name and path only."""
+    path = row.path or row.uri
+    name = row.uri.rsplit("#", 1)[1] if "#" in row.uri else path
+    fields: dict[str, object] = {
+        "uri": row.uri,
+        "path": [path, name] if "#" in row.uri else path,
+        "ext": extension(name),
+        "mime": row.mime or "",
+        "source": row.source,
+        "size": int(row.size),
+        "mtime": int(row.mtime),
+        "cluster": int(row.cluster or 0),
+        "title": row.title or os.path.basename(name),
+    }
+    if row.blob:
+        fields["blob"] = row.blob
+    if doc is not None:
+        fields["body"] = doc.body_text()
+        boiler = doc.body_text(boilerplate=True)
+        if boiler:
+            fields["boiler"] = boiler
+        heads = "\n".join(b.text for b in doc.headings())
+        if heads:
+            fields["headings"] = heads
+        if doc.meta.get("author"):
+            fields["author"] = doc.meta["author"]
+    d = tantivy.Document(**fields)
+    if row.source == "files" and row.path:
+        folder = os.path.dirname(row.path)
+        d.add_facet("folder", tantivy.Facet.from_string(folder if folder.startswith("/") else "/" + folder))
+    return d

@@ -1,0 +1,97 @@
+"""Queries to ranked hits with snippets, read-only (any number of searchers beside one writer)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import tantivy
+
+from converters import tagged
+from converters.errors import QueryError
+
+from . import fulltext
+from .collection import Collection
+
+
+@dataclass(slots=True)
+class Hit:
+    uri: str
+    path: str
+    title: str
+    snippet: str
+    score: float
+    mime: str
+    mtime: int
+    size: int
+    ext: str = ""
+    source: str = "files"
+    cluster: int = 0
+    highlights: list[tuple[int, int]] | None = None  # character ranges in ``snippet``
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class Results:
+    total: int
+    hits: list[Hit]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"total": self.total, "hits": [h.to_json() for h in self.hits]}
+
+
+def parse(index: tantivy.Index, query: str) -> tantivy.Query:
+    if not query.strip():
+        raise QueryError("empty query: give at least one word", 0)
+    try:
+        return index.parse_query(query, fulltext.DEFAULT_FIELDS, field_boosts=fulltext.FIELD_BOOSTS,
+                                 conjunction_by_default=True)
+    except ValueError as exc:
+        raise QueryError(f"cannot parse query {query!r}: {exc}") from exc
+
+
+def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snippets: bool = True) -> Results:
+    q = parse(coll.index, query)
+    coll.index.reload()
+    searcher = coll.index.searcher()
+    result = searcher.search(q, max(1, limit), count=True, offset=offset)
+    gen = tantivy.SnippetGenerator.create(searcher, q, coll.index.schema, "body") if snippets else None
+    if gen is not None:
+        gen.set_max_num_chars(200)
+    hits = []
+    for score, address in result.hits:
+        d = searcher.doc(address).to_dict()
+        hit = Hit(
+            uri=_one(d, "uri"), path=_one(d, "path"),
+            title=_one(d, "title"), snippet="", score=float(score), mime=_one(d, "mime"),
+            mtime=int(_one(d, "mtime", 0)), size=int(_one(d, "size", 0)), ext=_one(d, "ext"),
+            source=_one(d, "source", "files"), cluster=int(_one(d, "cluster", 0)),
+        )
+        if gen is not None:
+            hit.snippet, hit.highlights = _snippet(coll, gen, _one(d, "blob"))
+        hits.append(hit)
+    return Results(total=result.count or 0, hits=hits)
+
+
+def _one(d: dict[str, list[Any]], key: str, default: Any = "") -> Any:
+    v = d.get(key)
+    return v[0] if v else default
+
+
+def _snippet(coll: Collection, gen: tantivy.SnippetGenerator, blob: str) -> tuple[str, list[tuple[int, int]]]:
+    data = coll.catalog.get_text(blob) if blob else None
+    if not data:
+        return "", []
+    text = tagged.plain_text(data)
+    sn = gen.snippet_from_doc(tantivy.Document(body=text))
+    fragment = sn.fragment()
+    if not fragment:
+        lines = [ln for ln in text.split("\n")[1:] if ln.strip()] or [text]
+        return " ".join(" ".join(lines).split())[:200], []
+    raw = fragment.encode("utf-8")
+    # tantivy gives UTF-8 byte offsets; callers want character offsets.
+    spans = [(len(raw[: h.start].decode("utf-8", "ignore")), len(raw[: h.end].decode("utf-8", "ignore")))
+             for h in sn.highlighted()]
+    return fragment, spans

@@ -1,0 +1,217 @@
+"""The catalog and text store: one SQLite database (WAL) per index.
+
+``docs`` has one row per document (file, archive member or web page). ``texts`` holds the
+tagged text, zstd-compressed, once per distinct text (two copies of a file share one row).
+``pending`` lists URIs whose tantivy entries must be brought in line with ``docs``: a URI is
+written there in the same transaction as its row and removed only after tantivy commits, so
+a crash between the two is repaired on the next open (see ``Collection.open``).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, fields
+from typing import Iterable, Iterator
+
+import zstandard
+
+from converters.errors import IndexMissing, StoreError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS docs(
+  id INTEGER PRIMARY KEY,
+  uri TEXT UNIQUE NOT NULL,
+  parent TEXT,
+  path TEXT,
+  source TEXT NOT NULL DEFAULT 'files',
+  size INTEGER NOT NULL DEFAULT 0,
+  mtime REAL NOT NULL DEFAULT 0,
+  raw_sum TEXT,
+  text_sum TEXT,
+  blob TEXT,
+  mime TEXT,
+  title TEXT,
+  status TEXT NOT NULL DEFAULT 'ok',
+  reason TEXT,
+  error TEXT,
+  simhash INTEGER,
+  cluster INTEGER,
+  owner INTEGER,
+  readers TEXT,
+  indexed_at REAL
+);
+CREATE INDEX IF NOT EXISTS docs_parent ON docs(parent);
+CREATE INDEX IF NOT EXISTS docs_raw ON docs(raw_sum);
+CREATE INDEX IF NOT EXISTS docs_path ON docs(path);
+CREATE INDEX IF NOT EXISTS docs_blob ON docs(blob);
+CREATE TABLE IF NOT EXISTS texts(key TEXT PRIMARY KEY, data BLOB NOT NULL, size INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS pending(uri TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+"""
+
+
+@dataclass(slots=True)
+class Row:
+    uri: str
+    parent: str | None = None
+    path: str | None = None
+    source: str = "files"
+    size: int = 0
+    mtime: float = 0.0
+    raw_sum: str | None = None
+    text_sum: str | None = None
+    blob: str | None = None
+    mime: str | None = None
+    title: str | None = None
+    status: str = "ok"
+    reason: str | None = None
+    error: str | None = None
+    simhash: int | None = None
+    cluster: int | None = None
+    owner: int | None = None
+    readers: str | None = None
+    indexed_at: float | None = None
+
+
+COLUMNS = tuple(f.name for f in fields(Row))
+_SELECT = "SELECT " + ",".join(COLUMNS) + " FROM docs"
+
+
+class Catalog:
+    def __init__(self, path: str, writable: bool = True) -> None:
+        self.path = path
+        self.writable = writable
+        if writable:
+            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+            os.close(fd)
+            self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
+        else:
+            if not os.path.exists(path):
+                raise IndexMissing(f"no index at {os.path.dirname(path)}: run `deskdex index PATH` first")
+            self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, timeout=30)
+        self._zc = zstandard.ZstdCompressor(level=6)
+        self._zd = zstandard.ZstdDecompressor()
+        self._in_tx = False
+
+    def close(self) -> None:
+        if self._in_tx:
+            self.rollback()
+        self.db.close()
+
+    # -- transactions ------------------------------------------------------------------------
+    def begin(self) -> None:
+        if not self._in_tx:
+            self.db.execute("BEGIN IMMEDIATE")
+            self._in_tx = True
+
+    def commit(self) -> None:
+        if self._in_tx:
+            self.db.execute("COMMIT")
+            self._in_tx = False
+
+    def rollback(self) -> None:
+        if self._in_tx:
+            self.db.execute("ROLLBACK")
+            self._in_tx = False
+
+    # -- documents ---------------------------------------------------------------------------
+    def get(self, uri: str) -> Row | None:
+        r = self.db.execute(_SELECT + " WHERE uri=?", (uri,)).fetchone()
+        return Row(*r) if r else None
+
+    def put(self, row: Row) -> None:
+        self.begin()
+        row.indexed_at = time.time()
+        cols = ",".join(COLUMNS)
+        marks = ",".join("?" * len(COLUMNS))
+        updates = ",".join(f"{c}=excluded.{c}" for c in COLUMNS if c != "uri")
+        self.db.execute(
+            f"INSERT INTO docs({cols}) VALUES({marks}) ON CONFLICT(uri) DO UPDATE SET {updates}",
+            tuple(getattr(row, c) for c in COLUMNS),
+        )
+        self.db.execute("INSERT OR IGNORE INTO pending(uri) VALUES(?)", (row.uri,))
+
+    def delete(self, uri: str) -> list[str]:
+        """Delete a document and everything inside it; returns the URIs removed."""
+        self.begin()
+        gone = [uri] + self.descendants(uri)
+        for u in gone:
+            self.db.execute("DELETE FROM docs WHERE uri=?", (u,))
+            self.db.execute("INSERT OR IGNORE INTO pending(uri) VALUES(?)", (u,))
+        return gone
+
+    def descendants(self, uri: str) -> list[str]:
+        out: list[str] = []
+        frontier = [uri]
+        while frontier:
+            nxt = [r[0] for p in frontier for r in self.db.execute("SELECT uri FROM docs WHERE parent=?", (p,))]
+            out.extend(nxt)
+            frontier = nxt
+        return out
+
+    def find_ok_by_raw_sum(self, raw_sum: str) -> Row | None:
+        r = self.db.execute(_SELECT + " WHERE raw_sum=? AND status='ok' AND parent IS NULL LIMIT 1",
+                            (raw_sum,)).fetchone()
+        return Row(*r) if r else None
+
+    def files_under(self, folder: str) -> Iterator[tuple[str, str, int, float]]:
+        """(uri, path, size, mtime) of top-level file documents under ``folder``."""
+        prefix = folder.rstrip("/") + "/"
+        q = ("SELECT uri, path, size, mtime FROM docs WHERE parent IS NULL AND source='files' "
+             "AND path >= ? AND path < ?")
+        yield from self.db.execute(q, (prefix, prefix[:-1] + "0"))
+
+    def rows(self, where: str = "", args: Iterable[object] = ()) -> Iterator[Row]:
+        for r in self.db.execute(_SELECT + (" WHERE " + where if where else ""), tuple(args)):
+            yield Row(*r)
+
+    # -- texts -------------------------------------------------------------------------------
+    def put_text(self, key: str, tagged: bytes) -> None:
+        self.begin()
+        if self.db.execute("SELECT 1 FROM texts WHERE key=?", (key,)).fetchone() is None:
+            self.db.execute("INSERT INTO texts(key, data, size) VALUES(?,?,?)",
+                            (key, self._zc.compress(tagged), len(tagged)))
+
+    def get_text(self, key: str) -> bytes | None:
+        r = self.db.execute("SELECT data FROM texts WHERE key=?", (key,)).fetchone()
+        return self._zd.decompress(r[0]) if r else None
+
+    def collect_garbage(self) -> int:
+        """Drop texts no document refers to any more (indexes must not only grow)."""
+        self.begin()
+        cur = self.db.execute("DELETE FROM texts WHERE key NOT IN (SELECT blob FROM docs WHERE blob IS NOT NULL)")
+        return cur.rowcount
+
+    # -- pending -----------------------------------------------------------------------------
+    def pending(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT uri FROM pending")]
+
+    def clear_pending(self, uris: Iterable[str]) -> None:
+        self.begin()
+        self.db.executemany("DELETE FROM pending WHERE uri=?", ((u,) for u in uris))
+
+    # -- statistics --------------------------------------------------------------------------
+    def counts(self) -> dict[str, object]:
+        total = self.db.execute("SELECT count(*) FROM docs WHERE status='ok'").fetchone()[0]
+        failed = dict(self.db.execute(
+            "SELECT reason, count(*) FROM docs WHERE status='failed' GROUP BY reason").fetchall())
+        texts, raw = self.db.execute("SELECT count(*), coalesce(sum(size),0) FROM texts").fetchone()
+        return {"documents": total, "failed": sum(failed.values()), "failed_by_reason": failed,
+                "texts": texts, "text_bytes": raw}
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.begin()
+        self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)", (key, value))
+
+    def get_meta(self, key: str) -> str | None:
+        r = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return r[0] if r else None
+
+
+def wrap_sqlite(exc: sqlite3.Error) -> StoreError:
+    return StoreError(f"catalog error: {exc}")
