@@ -53,13 +53,16 @@ def _ioprio_idle() -> None:
         pass
 
 
-def _worker_main(conn: Connection, limits: Limits, idle: bool) -> None:
+def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[str, str] | None) -> None:
     import resource
+
+    from .registry import Registry
 
     if idle:
         lower_priority()
     if limits.memory_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    registry = Registry(overrides=overrides)
     while True:
         try:
             source = conn.recv()
@@ -68,11 +71,12 @@ def _worker_main(conn: Connection, limits: Limits, idle: bool) -> None:
         if source is None:
             return
         try:
-            conn.send(convert(source, limits=limits))
+            conn.send((convert(source, registry, limits), False))
         except MemoryError:
-            conn.send([Outcome(source.uri, reason="memory",
-                               message=f"over the memory limit of {limits.memory_bytes // 2**20} MiB")])
-            return  # a fresh process replaces this one, with no heap left fragmented
+            # Say this process is done: a fresh one replaces it, with no heap left fragmented.
+            conn.send(([Outcome(source.uri, reason="memory",
+                                message=f"over the memory limit of {limits.memory_bytes // 2**20} MiB")], True))
+            return
 
 
 @dataclass
@@ -85,10 +89,12 @@ class _Worker:
 
 
 class WorkerPool:
-    def __init__(self, workers: int = 2, limits: Limits = Limits(), idle: bool = True) -> None:
+    def __init__(self, workers: int = 2, limits: Limits = Limits(), idle: bool = True,
+                 overrides: dict[str, str] | None = None) -> None:
         self.size = max(1, workers)
         self.limits = limits
         self.idle = idle
+        self.overrides = overrides  # MIME type -> "module:function", merged over the built-in table
         self._workers: list[_Worker] = []
 
     def __enter__(self) -> "WorkerPool":
@@ -99,7 +105,7 @@ class WorkerPool:
 
     def _spawn(self) -> _Worker:
         parent, child = _CTX.Pipe()
-        p = _CTX.Process(target=_worker_main, args=(child, self.limits, self.idle), daemon=True,
+        p = _CTX.Process(target=_worker_main, args=(child, self.limits, self.idle, self.overrides), daemon=True,
                          name="deskdex-convert")
         p.start()
         child.close()
@@ -159,9 +165,10 @@ class WorkerPool:
                 task = w.task
                 if w.conn in ready:
                     try:
-                        outcomes = w.conn.recv()
+                        outcomes, exiting = w.conn.recv()
                     except (EOFError, OSError):
-                        outcomes = [Outcome(task.uri, reason="crash", message=_death(w))]
+                        outcomes, exiting = [Outcome(task.uri, reason="crash", message=_death(w))], True
+                    if exiting:
                         self._retire(w)
                     w.task = None
                     yield task, outcomes

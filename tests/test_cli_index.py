@@ -1,0 +1,168 @@
+"""End to end through the real ``deskdex`` command: index, search, show, status, re-index."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import CLI, make_docx, make_pdf
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    t = tmp_path / "docs"
+    (t / "letters").mkdir(parents=True)
+    (t / "letters" / "plumber.txt").write_text("Dear plumber,\n\nthe kitchen tap drips every night.\n")
+    (t / "garden.html").write_text("<html><head><title>Garden notes</title></head><body><h1>Roses</h1>"
+                                   "<p>Prune the roses in early spring.</p></body></html>")
+    make_pdf(t / "budget.pdf", "Household budget", "Alex Doe", ["Electricity costs rose sharply this winter."])
+    make_docx(t / "trip.docx", "Trip plan", "Kim Roe", "Itinerary", ["We take the ferry to the lighthouse island."])
+    # What the default exclusions must leave out.
+    (t / ".hidden").mkdir()
+    (t / ".hidden" / "secret.txt").write_text("lighthouse keeper secret")
+    (t / "node_modules" / "pkg").mkdir(parents=True)
+    (t / "node_modules" / "pkg" / "readme.txt").write_text("lighthouse module readme")
+    return t
+
+
+def paths(results: dict) -> list[str]:
+    return [os.path.basename(h["path"]) for h in results["hits"]]
+
+
+def test_index_then_search_show_status(cli: CLI, tree: Path):
+    summary = json.loads(cli.run("index", str(tree), "--json").stdout)
+    assert summary["indexed"] == 4 and summary["failed"] == 0
+
+    res = cli.json("search", "lighthouse")
+    assert paths(res) == ["trip.docx"]
+    hit = res["hits"][0]
+    for key in ("uri", "path", "title", "snippet", "score", "mime", "mtime", "size"):
+        assert key in hit
+    assert hit["title"] == "Trip plan" and hit["path"] == str(tree / "trip.docx")
+    assert hit["uri"] == (tree / "trip.docx").as_uri()
+    assert "lighthouse" in hit["snippet"].lower() and hit["size"] == (tree / "trip.docx").stat().st_size
+
+    assert paths(cli.json("search", "electricity")) == ["budget.pdf"]
+    assert paths(cli.json("search", "prune", "roses")) == ["garden.html"]
+    assert paths(cli.json("search", "kitchen")) == ["plumber.txt"]
+    # Stemming and title boost: "rose" finds the page titled about roses first.
+    assert cli.json("search", "roses")["total"] >= 1
+
+    out = cli.run("show", str(tree / "garden.html")).stdout
+    assert out.startswith("<doc uri=") and "<h level=\"1\">Roses</h>" in out
+
+    st = cli.json("status")
+    assert st["documents"] == 4 and st["failed"] == 0
+    assert st["index_bytes"] > 0 and st["store_bytes"] > 0
+
+    text = cli.run("search", "ferry").stdout
+    assert "Trip plan" in text and "[ferry]" in text
+
+
+def test_limit_and_plain_output(cli: CLI, tree: Path):
+    for i in range(5):
+        (tree / f"note{i}.txt").write_text(f"common word number {i}")
+    cli.run("index", str(tree))
+    res = cli.json("search", "common", "--limit", "2")
+    assert res["total"] == 5 and len(res["hits"]) == 2
+
+
+def test_reindex_converts_only_what_changed(cli: CLI, tree: Path):
+    cli.run("index", str(tree))
+    again = json.loads(cli.run("index", str(tree), "--json").stdout)
+    assert (again["indexed"], again["unchanged"], again["removed"]) == (0, 4, 0)
+
+    (tree / "letters" / "plumber.txt").write_text("Dear electrician,\n\nthe lights flicker.\n")
+    (tree / "garden.html").unlink()
+    shutil.move(tree / "trip.docx", tree / "letters" / "trip-moved.docx")
+    s = json.loads(cli.run("index", str(tree), "--json").stdout)
+    assert s["indexed"] == 1 and s["reused"] == 1 and s["removed"] == 2 and s["unchanged"] == 1, s
+
+    assert paths(cli.json("search", "electrician")) == ["plumber.txt"]
+    assert cli.json("search", "plumber kitchen")["total"] == 0
+    assert cli.json("search", "prune")["total"] == 0
+    assert paths(cli.json("search", "lighthouse")) == ["trip-moved.docx"]
+    assert cli.json("status")["documents"] == 3
+
+
+def test_bad_files_are_recorded_and_skipped(cli: CLI, tree: Path):
+    (tree / "junk.txt").write_bytes(bytes(range(256)) * 64)
+    (tree / "broken.docx").write_bytes(b"PK\x03\x04not really a docx")
+    good = (tree / "budget.pdf").read_bytes()
+    (tree / "cut.pdf").write_bytes(good[:400])
+    s = json.loads(cli.run("index", str(tree), "--json").stdout)
+    assert s["indexed"] == 4 and s["failed"] == 3
+    assert s["failed_by_reason"] == {"corrupt": 3}
+    assert {os.path.basename(f["path"]) for f in s["failures"]} == {"junk.txt", "broken.docx", "cut.pdf"}
+    st = cli.json("status")
+    assert st["documents"] == 4 and st["failed_by_reason"] == {"corrupt": 3}
+    # Nothing else was lost.
+    assert paths(cli.json("search", "lighthouse")) == ["trip.docx"]
+    # A failed file is still findable by its name.
+    assert "broken.docx" in paths(cli.json("search", "broken"))
+    out = cli.run("status", "--failures").stdout
+    assert "junk.txt" in out and "binary" in out
+
+
+def test_permission_denied_is_recorded(cli: CLI, tree: Path):
+    locked = tree / "private.txt"
+    locked.write_text("cannot read me")
+    locked.chmod(0)
+    args = ["index", str(tree), "--json"]
+    if os.geteuid() == 0:
+        # Root reads anything; the same process without the capabilities that let it ignore
+        # file modes is refused like any user (a real kernel check, nothing mocked).
+        if not shutil.which("setpriv"):
+            pytest.skip("running as root and no setpriv to drop CAP_DAC_OVERRIDE")
+        caps = "-dac_override,-dac_read_search"
+        p = subprocess.run(["setpriv", "--bounding-set", caps, "--inh-caps", caps,
+                            os.sys.executable, "-m", "daemon.cli", *args],
+                           capture_output=True, text=True, env=dict(os.environ, DESKDEX_HOME=str(cli.home)),
+                           cwd=Path(__file__).parent.parent, timeout=120)
+        assert p.returncode == 0, p.stderr
+        s = json.loads(p.stdout)
+    else:
+        s = json.loads(cli.run(*args).stdout)
+    assert s["failed_by_reason"] == {"unreadable": 1}
+    assert "permission denied" in s["failures"][0]["message"].lower()
+    assert s["failures"][0]["path"] == str(locked)
+    assert s["indexed"] == 4
+
+
+def test_second_writer_gets_a_clear_message(cli: CLI, tree: Path):
+    cli.run("index", str(tree))
+    lock = cli.home / "data" / "writer.lock"
+    with open(lock, "r+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        p = cli.run("index", str(tree), check=False)
+    assert p.returncode == 3
+    assert "another deskdex process" in p.stderr and "Traceback" not in p.stderr
+    # The index is intact and usable afterwards.
+    assert paths(cli.json("search", "lighthouse")) == ["trip.docx"]
+
+
+def test_search_before_any_index_explains(cli: CLI):
+    p = cli.run("search", "anything", check=False)
+    assert p.returncode == 1 and "deskdex index" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_home_option_and_environment_variable(tmp_path: Path, tree: Path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    CLI(a).run("index", str(tree / "letters"))
+    # --home overrides DESKDEX_HOME.
+    assert CLI(b).run("status", "--home", str(a), "--json").stdout.count('"documents": 1') == 1
+    assert (a / "data" / "catalog.sqlite").exists() and not (b / "data" / "catalog.sqlite").exists()
+    assert oct((a / "data").stat().st_mode & 0o777) == "0o700"
+    assert oct((a / "data" / "catalog.sqlite").stat().st_mode & 0o777) == "0o600"
+
+
+def test_bad_query_is_a_message_not_a_traceback(cli: CLI, tree: Path):
+    cli.run("index", str(tree))
+    p = cli.run("search", 'title:"unclosed', check=False)
+    assert p.returncode == 1 and "query" in p.stderr and "Traceback" not in p.stderr

@@ -1,0 +1,123 @@
+"""The first converters on files generated here with each format's own library."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from converters import Source, convert
+from converters.detect import sniff
+
+from .conftest import make_docx, make_pdf
+
+
+def one(path: Path):
+    outcomes = convert(Source.from_path(path))
+    assert outcomes[0].uri.endswith(path.name.replace(" ", "%20"))
+    return outcomes[0]
+
+
+def test_plain_text_encodings_are_detected(tmp_path: Path):
+    text = "Les élèves français étudient l'économie à l'université. " * 4
+    for enc in ("utf-8", "utf-16", "cp1252", "latin-1"):
+        p = tmp_path / f"note-{enc}.txt"
+        p.write_bytes(text.encode(enc))
+        o = one(p)
+        assert o.ok, o.message
+        assert "élèves français étudient l'économie" in o.document.text(), enc
+
+
+def test_plain_text_paragraphs_and_title(tmp_path: Path):
+    p = tmp_path / "readme.txt"
+    p.write_text("Shopping list\n\nmilk and eggs\nbread\n\n\nCall the plumber")
+    doc = one(p).document
+    assert doc.title == "Shopping list"
+    assert [b.text for b in doc.blocks] == ["Shopping list", "milk and eggs\nbread", "Call the plumber"]
+
+
+def test_binary_junk_named_txt_is_a_clear_error(tmp_path: Path):
+    p = tmp_path / "junk.txt"
+    p.write_bytes(bytes(range(256)) * 40)
+    o = one(p)
+    assert not o.ok and o.reason == "corrupt" and "binary" in o.message
+
+
+def test_html_title_headings_links_and_boilerplate(tmp_path: Path):
+    p = tmp_path / "page.html"
+    p.write_text("""<!doctype html><html lang="en"><head><title>Gardening tips</title>
+      <meta name="author" content="Ann Gardener"><style>body{color:red}</style>
+      <script>var hidden = "scriptword";</script></head>
+      <body><nav><a href="/">Home</a> <a href="/about">About</a></nav>
+      <h1>Growing tomatoes</h1><p>Water them <em>every</em> morning, see <a href="care.html">the care guide</a>.</p>
+      <ul><li>sun</li><li>soil</li></ul><footer>Copyright 2026</footer></body></html>""", encoding="utf-8")
+    doc = one(p).document
+    assert doc.title == "Gardening tips"
+    assert doc.meta["author"] == "Ann Gardener" and doc.meta["language"] == "en"
+    assert [(b.level, b.text) for b in doc.headings()] == [(1, "Growing tomatoes")]
+    assert "Water them every morning, see the care guide." in doc.body_text()
+    assert [(r.text, r.href) for r in doc.links()][-1] == ("the care guide", "care.html")
+    assert "scriptword" not in doc.text() and "color:red" not in doc.text()
+    boiler = doc.body_text(boilerplate=True)
+    assert "Home About" in boiler and "Copyright 2026" in boiler
+    assert "Copyright" not in doc.body_text()
+    assert [b.text for b in doc.blocks if b.kind == "li"] == ["sun", "soil"]
+
+
+def test_html_declared_charset_is_honoured(tmp_path: Path):
+    p = tmp_path / "old.htm"
+    p.write_bytes('<html><head><meta charset="windows-1252"><title>Résumé</title></head><body><p>naïve café</p></body></html>'
+                  .encode("cp1252"))
+    doc = one(p).document
+    assert doc.title == "Résumé" and "naïve café" in doc.text()
+
+
+def test_pdf_text_and_metadata(tmp_path: Path):
+    p = make_pdf(tmp_path / "report.pdf", "Annual Report 2026", "Jane Auditor",
+                 ["Revenue grew in the northern region.", "Costs fell after the warehouse moved."])
+    o = one(p)
+    assert o.ok, o.message
+    assert o.document.title == "Annual Report 2026"
+    assert o.document.meta["author"] == "Jane Auditor"
+    assert "Revenue grew in the northern region." in o.document.text()
+    assert "warehouse" in o.document.text()
+
+
+def test_truncated_pdf_is_a_clear_error(tmp_path: Path):
+    good = make_pdf(tmp_path / "good.pdf", "T", "A", ["some text here"])
+    bad = tmp_path / "truncated.pdf"
+    bad.write_bytes(good.read_bytes()[:300])
+    o = one(bad)
+    assert not o.ok and o.reason == "corrupt", (o.reason, o.message)
+
+
+def test_docx_headings_paragraphs_tables_properties(tmp_path: Path):
+    p = make_docx(tmp_path / "minutes.docx", "Board minutes", "Sam Secretary", "Decisions",
+                  ["The board approved the new budget."], table=[["Item", "Owner"], ["Roof", "Lee"]])
+    doc = one(p).document
+    assert doc.title == "Board minutes" and doc.meta["author"] == "Sam Secretary"
+    assert [(b.level, b.text) for b in doc.headings()] == [(1, "Decisions")]
+    assert "The board approved the new budget." in doc.body_text()
+    assert [b.text for b in doc.blocks if b.kind == "td"] == ["Item", "Owner", "Roof", "Lee"]
+
+
+def test_corrupt_docx_is_a_clear_error(tmp_path: Path):
+    p = tmp_path / "broken.docx"
+    p.write_bytes(b"PK\x03\x04" + b"\x00" * 200)
+    o = one(p)
+    assert not o.ok and o.reason == "corrupt"
+
+
+def test_unknown_format_is_kept_by_name(tmp_path: Path):
+    p = tmp_path / "holiday-photo.xyz"
+    p.write_bytes(b"\x00\x01\x02garbage" * 50)
+    o = one(p)
+    assert o.ok and o.document.title == "holiday-photo.xyz" and not o.document.blocks
+
+
+def test_sniffing_without_a_suffix(tmp_path: Path):
+    assert sniff(b"%PDF-1.7\n") == "application/pdf"
+    assert sniff(b"<!DOCTYPE html><html>") == "text/html"
+    assert sniff("plain words here".encode()) == "text/plain"
+    assert sniff(bytes(range(256))) == "application/octet-stream"
+    p = tmp_path / "NOTES"
+    p.write_text("<html><head><title>Sniffed</title></head><body>x</body></html>")
+    assert one(p).document.title == "Sniffed"
