@@ -77,6 +77,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--failures", action="store_true", help="list every failed file with its reason")
     s.set_defaults(func=cmd_status)
 
+    s = sub.add_parser("formats", parents=[common], help="list every format deskdex converts",
+                       description="Every format with its MIME types, file extensions and the library behind it.")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_formats)
+
+    s = sub.add_parser("convert", parents=[common], help="convert one file and print it, indexing nothing",
+                       description="Convert one file without indexing it: see why a file is or is not found.")
+    s.add_argument("file", metavar="FILE")
+    s.add_argument("--format", choices=("tagged", "text", "main"), default="tagged",
+                   help="tagged text (default), plain text, or only the main content (boilerplate left out)")
+    s.set_defaults(func=cmd_convert)
+
     s = sub.add_parser("daemon", parents=[common], help="run the indexer in the foreground (what `make run` starts)",
                        description="Index the configured folders (default: Documents, else home), then stay up. Ctrl-C stops.")
     s.add_argument("--once", action="store_true", help="exit after the first full index")
@@ -206,6 +218,40 @@ def _size(n: int) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024  # type: ignore[assignment]
     return str(n)
+
+
+def cmd_formats(args: argparse.Namespace) -> int:
+    from converters.registry import default_registry
+
+    formats = [{"name": f.name, "mimes": list(f.mimes), "extensions": list(f.extensions), "library": f.library}
+               for f in default_registry().formats]
+    if args.json:
+        _print_json({"formats": formats})
+        return 0
+    for f in formats:
+        exts = " ".join("." + e for e in f["extensions"]) or "(by content)"
+        print(f"{f['name']:<28} {f['library']:<20} {exts}\n{'':<28} {', '.join(f['mimes'])}")
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from converters import Source, convert, tagged
+
+    if not os.path.isfile(args.file):
+        print(f"deskdex: no such file: {args.file}", file=sys.stderr)
+        return EXIT_USAGE
+    status = 0
+    for o in convert(Source.from_path(args.file)):
+        if o.document is None:
+            print(f"deskdex: {o.uri}: {o.message} ({o.reason})", file=sys.stderr)
+            status = EXIT_ERROR
+        elif args.format == "tagged":
+            sys.stdout.write(tagged.dumps(o.document))
+        else:
+            if "#" in o.uri:
+                print(f"--- {o.uri}")
+            print(o.document.text(main_only=args.format == "main"))
+    return status
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:

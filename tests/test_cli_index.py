@@ -166,3 +166,27 @@ def test_bad_query_is_a_message_not_a_traceback(cli: CLI, tree: Path):
     cli.run("index", str(tree))
     p = cli.run("search", 'title:"unclosed', check=False)
     assert p.returncode == 1 and "query" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_formats_lists_mime_types_extensions_and_libraries(cli: CLI):
+    formats = cli.json("formats")["formats"]
+    pdf = next(f for f in formats if "application/pdf" in f["mimes"])
+    assert "pdf" in pdf["extensions"] and pdf["library"]
+    assert any("text/html" in f["mimes"] for f in formats)
+
+
+def test_convert_prints_tagged_text_plain_text_and_main_content(cli: CLI, tmp_path: Path):
+    page = tmp_path / "page.html"
+    page.write_text("<html><head><title>Soup</title></head><body><nav>Home About</nav>"
+                    "<h1>Tomato soup</h1><p>Simmer for twenty minutes.</p></body></html>")
+    tagged = cli.run("convert", str(page)).stdout
+    assert tagged.startswith("<doc ") and '<p boilerplate="1">Home About</p>' in tagged
+    text = cli.run("convert", str(page), "--format", "text").stdout
+    assert "Home About" in text and "Simmer for twenty minutes." in text
+    main = cli.run("convert", str(page), "--format", "main").stdout
+    assert "Home About" not in main and "Simmer for twenty minutes." in main
+    assert not (cli.home / "data" / "catalog.sqlite").exists()  # nothing indexed
+    bad = tmp_path / "bad.pdf"
+    bad.write_bytes(b"%PDF-1.4 truncated")
+    p = cli.run("convert", str(bad), check=False)
+    assert p.returncode == 1 and "bad.pdf" in p.stderr and "corrupt" in p.stderr
