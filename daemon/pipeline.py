@@ -54,6 +54,7 @@ class Indexer:
         self.commit_seconds = commit_seconds
         self._last_commit = time.monotonic()
         self._raw: dict[str, str] = {}  # raw checksum of each file out for conversion
+        self._pool: WorkerPool | None = None
 
     def scan(self, roots: Iterable[str], excludes: Iterable[str] = ()) -> list[FileInfo]:
         excluder = Excluder(excludes)
@@ -63,23 +64,60 @@ class Indexer:
         """Index ``files`` (found under ``roots``) and drop catalog entries under the roots that are gone."""
         started = time.monotonic()
         summary = Summary()
-        wanted: dict[str, FileInfo] = {}
         try:
-            with WorkerPool(self.workers, self.limits, idle=self.idle) as pool:
-                for source, outcomes in pool.map(self._to_convert(files, wanted, summary, progress)):
-                    info = wanted.pop(source.uri)
-                    self._store(info, outcomes, summary)
-                    if progress:
-                        progress(1, info.path)
-                    self._maybe_commit()
+            self.update(files, summary, progress)
             self._remove_missing(roots, {path_to_uri(f.path) for f in files}, summary)
         finally:
             self.coll.commit()
+            self.release()
         self.coll.collect_garbage()
         summary.seconds = time.monotonic() - started
         return summary
 
-    def _to_convert(self, files: list[FileInfo], wanted: dict[str, FileInfo], summary: Summary,
+    def update(self, files: Iterable[FileInfo], summary: Summary | None = None,
+               progress: Progress | None = None) -> Summary:
+        """Convert or reuse what changed among ``files``; commits only when a batch is due."""
+        summary = summary or Summary()
+        wanted: dict[str, FileInfo] = {}
+        for source, outcomes in self.pool.map(self._to_convert(files, wanted, summary, progress)):
+            info = wanted.pop(source.uri)
+            self._store(info, outcomes, summary)
+            if progress:
+                progress(1, info.path)
+            self._maybe_commit()
+        return summary
+
+    @property
+    def pool(self) -> WorkerPool:
+        if self._pool is None:
+            self._pool = WorkerPool(self.workers, self.limits, idle=self.idle)
+        return self._pool
+
+    def release(self) -> None:
+        """End the worker processes (they are started again when there is work)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def remove(self, path: str) -> int:
+        """A file or folder is gone: remove it and everything under or inside it."""
+        uri = path_to_uri(path)
+        n = self.coll.delete(uri) if self.coll.get(uri) is not None else 0
+        for child_uri, *_ in list(self.coll.files_under(path)):
+            n += self.coll.delete(child_uri)
+        return n
+
+    def move(self, src: str, dst: str) -> int:
+        """A file or folder was renamed or moved: rewrite catalog entries, convert nothing."""
+        n = 0
+        if self.coll.get(path_to_uri(src)) is not None:
+            n += self.coll.move(path_to_uri(src), path_to_uri(dst), dst)
+        for uri, path, *_ in list(self.coll.files_under(src)):
+            new_path = dst + path[len(src):]
+            n += self.coll.move(uri, path_to_uri(new_path), new_path)
+        return n
+
+    def _to_convert(self, files: Iterable[FileInfo], wanted: dict[str, FileInfo], summary: Summary,
                     progress: Progress | None) -> Iterator[Source]:
         """Yield what must be converted; settle unchanged and merely moved files on the way."""
         for info in files:

@@ -121,6 +121,24 @@ class Collection:
         self.catalog.put(row)
         self._index(row, self.document(row))
 
+    def move(self, old_uri: str, new_uri: str, new_path: str) -> int:
+        """Give a document (and its members) a new URI and path, keeping its stored text."""
+        row = self.catalog.get(old_uri)
+        if row is None:
+            return 0
+        moved = [(row, new_uri)] + [
+            (r, new_uri + r.uri[len(old_uri):]) for u in self.catalog.descendants(old_uri)
+            if (r := self.catalog.get(u)) is not None
+        ]
+        self.delete(old_uri)
+        for r, uri in moved:
+            if r.parent is not None:
+                r.parent = new_uri + r.parent[len(old_uri):]
+            r.uri, r.path = uri, new_path
+            self.catalog.put(r)
+            self._index(r, self.document(r) if r.status == "ok" else None)
+        return len(moved)
+
     def delete(self, uri: str) -> int:
         assert self._writer is not None
         gone = self.catalog.delete(uri)
