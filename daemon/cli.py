@@ -34,8 +34,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except DeskdexError as exc:
-        from converters.errors import IndexBusy
+        from converters.errors import IndexBusy, QueryError
 
+        if isinstance(exc, QueryError):
+            query = " ".join(getattr(args, "query", []))
+            caret = f"\n  {query}\n  {' ' * exc.position}^" if exc.position is not None and query else ""
+            print(f"deskdex: bad query: {exc}{caret}", file=sys.stderr)
+            return EXIT_ERROR
         print(f"deskdex: {exc}", file=sys.stderr)
         return EXIT_BUSY if isinstance(exc, IndexBusy) else EXIT_ERROR
 

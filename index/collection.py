@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import shutil
 import time
 from typing import Iterator
 
@@ -16,7 +17,7 @@ import tantivy
 
 from converters import tagged
 from converters.document import Document
-from converters.errors import IndexBusy, IndexMissing
+from converters.errors import IndexBusy, IndexMissing, StoreError
 
 from . import fulltext
 from .checksums import bytes_checksum, text_checksum
@@ -42,9 +43,21 @@ class Collection:
         elif not os.path.exists(os.path.join(data_dir, CATALOG)):
             raise IndexMissing(f"nothing indexed yet under {data_dir}: run `deskdex index PATH` first")
         self.catalog = Catalog(os.path.join(data_dir, CATALOG), writable)
-        self.index = fulltext.open_index(os.path.join(data_dir, TANTIVY), create=writable)
+        tantivy_dir = os.path.join(data_dir, TANTIVY)
+        stale = self.catalog.get_meta("schema") not in (None, fulltext.SCHEMA_VERSION)
+        if stale and not writable:
+            raise StoreError("the index was made by another version of deskdex: run `deskdex index` or the "
+                             "daemon once to rebuild it (nothing is converted again)")
+        if stale:
+            shutil.rmtree(tantivy_dir, ignore_errors=True)
+        self.index = fulltext.open_index(tantivy_dir, create=writable)
         if writable:
             self._writer = fulltext.open_writer(self.index)
+            if stale:
+                logger.warning("rebuilding the search index from the catalog (new schema)")
+                self.rebuild()
+            self.catalog.set_meta("schema", fulltext.SCHEMA_VERSION)
+            self.catalog.commit()
             self._replay_pending()
 
     @classmethod

@@ -8,6 +8,7 @@ index small and the catalog the one source of truth.
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING
 
 import tantivy
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
     from .store import Row
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 TEXT = "words"  # lower-cased, accent-folded, English-stemmed words
 PATH = "pathwords"  # the same without stemming, for file names and folders
 FIELD_BOOSTS = {"title": 4.0, "headings": 2.0, "path": 1.5, "author": 1.5, "body": 1.0, "boiler": 0.3}
@@ -35,6 +36,10 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("body", stored=False, tokenizer_name=TEXT)
     sb.add_text_field("boiler", stored=False, tokenizer_name=TEXT)
     sb.add_text_field("author", stored=True, tokenizer_name=TEXT)
+    # Chinese, Japanese and Korean have no spaces: their runs are indexed as character bigrams
+    # (phrase-searchable) and single characters, as Lucene's CJK analyzer does.
+    sb.add_text_field("cjk", stored=False, tokenizer_name="whitespace")
+    sb.add_text_field("cjk1", stored=False, tokenizer_name="whitespace", index_option="freq")
     sb.add_text_field("path", stored=True, tokenizer_name=PATH)
     sb.add_facet_field("folder")
     sb.add_text_field("ext", stored=True, tokenizer_name="raw")
@@ -61,6 +66,24 @@ ANALYZERS = _analyzers()
 
 def analyze(text: str) -> list[str]:
     return ANALYZERS[TEXT].analyze(text)  # type: ignore[no-any-return]
+
+
+def analyze_path(text: str) -> list[str]:
+    return ANALYZERS[PATH].analyze(text)  # type: ignore[no-any-return]
+
+
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+")
+
+
+def cjk_grams(text: str) -> tuple[str, str]:
+    """(bigrams, unigrams) of the CJK runs in ``text``, space-separated, runs kept apart by a gap."""
+    bi, uni = [], []
+    for run in CJK.findall(text):
+        uni.append(" ".join(run))
+        if len(run) > 1:
+            bi.append(" ".join(run[i:i + 2] for i in range(len(run) - 1)))
+    # A separator word keeps a phrase from matching across two runs.
+    return " | ".join(bi), " ".join(uni)
 
 
 def open_index(directory: str, create: bool) -> tantivy.Index:
@@ -113,6 +136,9 @@ def to_fields(row: "Row", doc: "Document | None") -> tantivy.Document:
             fields["headings"] = heads
         if doc.meta.get("author"):
             fields["author"] = doc.meta["author"]
+        bi, uni = cjk_grams(doc.title + "\n" + fields["body"] + "\n" + boiler)  # type: ignore[operator]
+        if uni:
+            fields["cjk"], fields["cjk1"] = bi, uni
     d = tantivy.Document(**fields)
     if row.source == "files" and row.path:
         folder = os.path.dirname(row.path)

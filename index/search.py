@@ -10,7 +10,7 @@ import tantivy
 from converters import tagged
 from converters.errors import QueryError
 
-from . import fulltext
+from . import query as query_language
 from .collection import Collection
 
 
@@ -42,21 +42,25 @@ class Results:
         return {"total": self.total, "hits": [h.to_json() for h in self.hits]}
 
 
+SORTS = {"relevance": None, "date": "mtime", "size": "size"}
+
+
 def parse(index: tantivy.Index, query: str) -> tantivy.Query:
-    if not query.strip():
-        raise QueryError("empty query: give at least one word", 0)
     try:
-        return index.parse_query(query, fulltext.DEFAULT_FIELDS, field_boosts=fulltext.FIELD_BOOSTS,
-                                 conjunction_by_default=True)
-    except ValueError as exc:
-        raise QueryError(f"cannot parse query {query!r}: {exc}") from exc
+        return query_language.parse(index.schema, query)
+    except ValueError as exc:  # tantivy refused a query we built: still the user's query's fault
+        raise QueryError(f"cannot search for {query!r}: {exc}") from exc
 
 
-def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snippets: bool = True) -> Results:
+def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snippets: bool = True,
+           sort: str = "relevance") -> Results:
+    if sort not in SORTS:
+        raise QueryError(f"cannot sort by {sort!r}: use one of {', '.join(SORTS)}")
     q = parse(coll.index, query)
     coll.index.reload()
     searcher = coll.index.searcher()
-    result = searcher.search(q, max(1, limit), count=True, offset=offset)
+    # limit 0 panics inside tantivy (a BaseException): always ask for at least one hit.
+    result = searcher.search(q, max(1, limit), count=True, offset=offset, order_by_field=SORTS[sort])
     gen = tantivy.SnippetGenerator.create(searcher, q, coll.index.schema, "body") if snippets else None
     if gen is not None:
         gen.set_max_num_chars(200)
@@ -65,14 +69,14 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
         d = searcher.doc(address).to_dict()
         hit = Hit(
             uri=_one(d, "uri"), path=_one(d, "path"),
-            title=_one(d, "title"), snippet="", score=float(score), mime=_one(d, "mime"),
+            title=_one(d, "title"), snippet="", score=float(score) if sort == "relevance" else 0.0, mime=_one(d, "mime"),
             mtime=int(_one(d, "mtime", 0)), size=int(_one(d, "size", 0)), ext=_one(d, "ext"),
             source=_one(d, "source", "files"), cluster=int(_one(d, "cluster", 0)),
         )
         if gen is not None:
             hit.snippet, hit.highlights = _snippet(coll, gen, _one(d, "blob"))
         hits.append(hit)
-    return Results(total=result.count or 0, hits=hits)
+    return Results(total=result.count or 0, hits=hits[:limit])
 
 
 def _one(d: dict[str, list[Any]], key: str, default: Any = "") -> Any:

@@ -13,7 +13,8 @@ def test_loop_crash_and_memory_hog_are_recorded_and_the_rest_converts(tmp_path: 
     for n in names:
         (tmp_path / n).write_text(f"content of {n} with enough words to be text")
     limits = Limits(time_seconds=2.0, memory_bytes=512 * 2**20)
-    with WorkerPool(2, limits, overrides={"text/plain": "tests.misbehaving:convert"}) as pool:
+    # Normal priority: at idle priority a loaded test machine could starve the workers.
+    with WorkerPool(2, limits, idle=False, overrides={"text/plain": "tests.misbehaving:convert"}) as pool:
         results = {s.name: outcomes for s, outcomes in pool.map(Source.from_path(tmp_path / n) for n in names)}
     assert set(results) == set(names)
     for n in ("a.txt", "b.txt", "c.txt", "d.txt"):
@@ -26,7 +27,7 @@ def test_loop_crash_and_memory_hog_are_recorded_and_the_rest_converts(tmp_path: 
 
 def test_pool_processes_end_with_the_pool(tmp_path: Path):
     (tmp_path / "x.txt").write_text("hello")
-    pool = WorkerPool(2)
+    pool = WorkerPool(2, idle=False)
     list(pool.map([Source.from_path(tmp_path / "x.txt")]))
     procs = [w.process for w in pool._workers]
     pool.close()

@@ -1,0 +1,314 @@
+"""The query language (docs/search.md), parsed into tantivy queries.
+
+    words        stemmed, accent-insensitive; all must match (AND is the default)
+    "a phrase"   exact phrase            index*  prefix        serch~  fuzzy (~2: two edits)
+    a OR b, a AND b, NOT a, -a, ( ... )  grouping
+    title: author: path:/in: ext: type: after: before: size: dup: source:   field filters
+
+A malformed query raises QueryError with the position (0-based character offset) of the problem.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import tantivy
+
+from converters.errors import QueryError
+
+from . import fulltext
+
+Occur = tantivy.Occur
+TEXT_FIELDS = ("title", "headings", "body", "boiler", "author", "path")
+
+# `type:` groups of MIME types (documented in docs/search.md).
+TYPE_GROUPS: dict[str, tuple[str, ...]] = {
+    "pdf": ("application/pdf",),
+    "doc": ("application/vnd.openxmlformats-officedocument.wordprocessingml.document", "application/msword",
+            "application/vnd.oasis.opendocument.text", "application/rtf", "text/rtf", "application/epub+zip"),
+    "sheet": ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "application/vnd.ms-excel",
+              "application/vnd.oasis.opendocument.spreadsheet", "text/csv", "text/tab-separated-values"),
+    "slides": ("application/vnd.openxmlformats-officedocument.presentationml.presentation",
+               "application/vnd.ms-powerpoint", "application/vnd.oasis.opendocument.presentation"),
+    "mail": ("message/rfc822", "application/mbox"),
+    "image": ("image/png", "image/jpeg", "image/gif", "image/tiff", "image/webp", "image/svg+xml", "image/bmp"),
+    "code": ("text/x-source", "text/x-python", "text/x-c", "text/x-java", "text/x-shellscript", "application/javascript",
+             "application/json", "application/xml", "text/xml"),
+    "web": ("text/html", "application/xhtml+xml"),
+    "text": ("text/plain", "text/markdown", "text/x-rst"),
+    "archive": ("application/zip", "application/x-tar", "application/gzip", "application/x-bzip2", "application/x-xz",
+                "application/warc"),
+}
+_TOKEN = re.compile(r'\s+|\(|\)|"[^"]*"?|[^\s()"]+')
+_SIZE = re.compile(r"^(>=|<=|>|<|=)?(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?$", re.I)
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 10**6, "mb": 10**6, "mib": 2**20,
+          "g": 10**9, "gb": 10**9, "gib": 2**30, "t": 10**12, "tb": 10**12, "tib": 2**40}
+
+
+@dataclass(slots=True)
+class _Tok:
+    text: str
+    pos: int
+
+
+def tokenize(query: str) -> list[_Tok]:
+    out = []
+    for m in _TOKEN.finditer(query):
+        t = m.group(0)
+        if t.isspace():
+            continue
+        if t.startswith('"') and (len(t) == 1 or not t.endswith('"')):
+            raise QueryError(f"unclosed quote at position {m.start()}", m.start())
+        out.append(_Tok(t, m.start()))
+    return out
+
+
+class Parser:
+    def __init__(self, schema: tantivy.Schema, query: str, now: Callable[[], dt.datetime] = dt.datetime.now) -> None:
+        self.schema = schema
+        self.query = query
+        self.toks = tokenize(query)
+        self.i = 0
+        self.now = now
+
+    def parse(self) -> tantivy.Query:
+        if not self.toks:
+            raise QueryError("empty query: give at least one word", 0)
+        q = self._or()
+        if self.i < len(self.toks):
+            t = self.toks[self.i]
+            what = "unmatched ')'" if t.text == ")" else f"unexpected {t.text!r}"
+            raise QueryError(f"{what} at position {t.pos}", t.pos)
+        return q
+
+    # -- grammar -----------------------------------------------------------------------------
+    def _peek(self) -> _Tok | None:
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def _or(self) -> tantivy.Query:
+        parts = [self._and()]
+        while (t := self._peek()) and t.text == "OR":
+            self.i += 1
+            if self._peek() is None:
+                raise QueryError(f"OR at position {t.pos} has nothing after it", t.pos)
+            parts.append(self._and())
+        return parts[0] if len(parts) == 1 else tantivy.Query.boolean_query([(Occur.Should, p) for p in parts])
+
+    def _and(self) -> tantivy.Query:
+        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
+        while (t := self._peek()) and t.text not in ("OR", ")"):
+            if t.text == "AND":
+                self.i += 1
+                if self._peek() is None or self._peek().text in ("OR", ")", "AND"):  # type: ignore[union-attr]
+                    raise QueryError(f"AND at position {t.pos} has nothing after it", t.pos)
+                continue
+            negate = False
+            if t.text == "NOT":
+                self.i += 1
+                negate = True
+                if self._peek() is None:
+                    raise QueryError(f"NOT at position {t.pos} has nothing after it", t.pos)
+            elif t.text.startswith("-") and len(t.text) > 1:
+                t.text = t.text[1:]
+                t.pos += 1
+                negate = True
+            elif t.text.startswith("+") and len(t.text) > 1:
+                t.text, t.pos = t.text[1:], t.pos + 1
+            clauses.append((Occur.MustNot if negate else Occur.Must, self._primary()))
+        if not clauses:
+            t = self._peek()
+            pos = t.pos if t else len(self.query)
+            raise QueryError(f"expected a word at position {pos}", pos)
+        if all(o == Occur.MustNot for o, _ in clauses):
+            clauses.append((Occur.Must, tantivy.Query.all_query()))
+        return clauses[0][1] if len(clauses) == 1 and clauses[0][0] == Occur.Must else \
+            tantivy.Query.boolean_query(clauses)
+
+    def _primary(self) -> tantivy.Query:
+        t = self._peek()
+        assert t is not None
+        self.i += 1
+        if t.text == "(":
+            q = self._or()
+            close = self._peek()
+            if close is None or close.text != ")":
+                raise QueryError(f"parenthesis opened at position {t.pos} is never closed", t.pos)
+            self.i += 1
+            return q
+        if t.text == ")":
+            raise QueryError(f"unmatched ')' at position {t.pos}", t.pos)
+        m = re.match(r"^([a-z]+):(.*)$", t.text, re.S)
+        if m and m.group(1) in FIELDS:
+            value, vpos = m.group(2), t.pos + len(m.group(1)) + 1
+            if not value and (nxt := self._peek()) and nxt.text.startswith('"'):
+                self.i += 1
+                value, vpos = nxt.text, nxt.pos
+            if not value:
+                raise QueryError(f"{m.group(1)}: at position {t.pos} needs a value", t.pos)
+            return FIELDS[m.group(1)](self, value, vpos)
+        return self._words(t.text, t.pos, TEXT_FIELDS)
+
+    # -- leaves ------------------------------------------------------------------------------
+    def _words(self, text: str, pos: int, fields: tuple[str, ...]) -> tantivy.Query:
+        if text.startswith('"'):
+            return self._phrase(text.strip('"'), pos, fields)
+        if text.endswith("*") and len(text) > 1:
+            return self._prefix(text[:-1], pos, fields)
+        fuzzy = re.match(r"^(.+)~([12]?)$", text)
+        if fuzzy:
+            return self._fuzzy(fuzzy.group(1), int(fuzzy.group(2) or 1), pos, fields)
+        return self._phrase(text, pos, fields)
+
+    def _phrase(self, text: str, pos: int, fields: tuple[str, ...]) -> tantivy.Query:
+        terms = fulltext.analyze(text)
+        options = []
+        for f in fields:
+            analyzer_terms = fulltext.analyze_path(text) if f == "path" else terms
+            if not analyzer_terms:
+                continue
+            q = (tantivy.Query.term_query(self.schema, f, analyzer_terms[0]) if len(analyzer_terms) == 1
+                 else tantivy.Query.phrase_query(self.schema, f, analyzer_terms))
+            options.append(tantivy.Query.boost_query(q, fulltext.FIELD_BOOSTS.get(f, 1.0)))
+        for run in fulltext.CJK.findall(text):
+            options.append(_cjk(self.schema, run))
+        if not options:
+            raise QueryError(f"{text!r} at position {pos} has no searchable word", pos)
+        return options[0] if len(options) == 1 else tantivy.Query.disjunction_max_query(options, 0.1)
+
+    def _prefix(self, stem: str, pos: int, fields: tuple[str, ...]) -> tantivy.Query:
+        terms = fulltext.analyze_path(stem)
+        if len(terms) != 1 or len(terms[0]) < 2:
+            raise QueryError(f"prefix at position {pos} needs at least two letters of one word before *", pos)
+        pattern = re.escape(terms[0]) + ".*"
+        return tantivy.Query.boolean_query([(Occur.Should, tantivy.Query.regex_query(self.schema, f, pattern))
+                                            for f in fields])
+
+    def _fuzzy(self, word: str, distance: int, pos: int, fields: tuple[str, ...]) -> tantivy.Query:
+        terms = fulltext.analyze(word)
+        if len(terms) != 1:
+            raise QueryError(f"fuzzy search at position {pos} works on one word", pos)
+        return tantivy.Query.boolean_query([
+            (Occur.Should, tantivy.Query.fuzzy_term_query(self.schema, f, terms[0], distance, True, False))
+            for f in fields if f != "path"])
+
+    def _range(self, field: str, lo: int | None, hi: int | None) -> tantivy.Query:
+        return tantivy.Query.range_query(self.schema, field, tantivy.FieldType.Integer, lo, hi)
+
+
+def _title(p: Parser, v: str, pos: int) -> tantivy.Query:
+    return p._words(v, pos, ("title",))
+
+
+def _author(p: Parser, v: str, pos: int) -> tantivy.Query:
+    return p._words(v, pos, ("author",))
+
+
+def _path(p: Parser, v: str, pos: int) -> tantivy.Query:
+    v = v.strip('"')
+    if v.startswith(("/", "~")):
+        folder = os.path.abspath(os.path.expanduser(v)).rstrip("/") or "/"
+        return tantivy.Query.term_query(p.schema, "folder", tantivy.Facet.from_string(folder))
+    return p._words(v, pos, ("path",))
+
+
+def _ext(p: Parser, v: str, pos: int) -> tantivy.Query:
+    return tantivy.Query.term_query(p.schema, "ext", v.lower().lstrip("."))
+
+
+def _type(p: Parser, v: str, pos: int) -> tantivy.Query:
+    mimes = TYPE_GROUPS.get(v.lower())
+    if mimes is None:
+        raise QueryError(f"unknown type {v!r} at position {pos}: use one of {', '.join(TYPE_GROUPS)}", pos)
+    return tantivy.Query.term_set_query(p.schema, "mime", list(mimes))
+
+
+def _source(p: Parser, v: str, pos: int) -> tantivy.Query:
+    if v not in ("files", "web"):
+        raise QueryError(f"source: at position {pos} is files or web, not {v!r}", pos)
+    return tantivy.Query.term_query(p.schema, "source", v)
+
+
+def _dup(p: Parser, v: str, pos: int) -> tantivy.Query:
+    if v not in ("yes", "no"):
+        raise QueryError(f"dup: at position {pos} is yes or no, not {v!r}", pos)
+    has = p._range("cluster", 1, None)
+    return has if v == "yes" else tantivy.Query.boolean_query([(Occur.Must, tantivy.Query.all_query()),
+                                                               (Occur.MustNot, has)])
+
+
+def _size(p: Parser, v: str, pos: int) -> tantivy.Query:
+    if ".." in v:
+        a, b = v.split("..", 1)
+        return p._range("size", _bytes(a, pos), _bytes(b, pos))
+    m = _SIZE.match(v)
+    if not m:
+        raise QueryError(f"size at position {pos} must look like >10MB, <500k, 1MB..2MB", pos)
+    n = _bytes(m.group(2) + (m.group(3) or ""), pos)
+    op = m.group(1) or "="
+    lo, hi = {">": (n + 1, None), ">=": (n, None), "<": (None, n - 1), "<=": (None, n), "=": (n, n)}[op]
+    return p._range("size", lo, hi)
+
+
+def _bytes(v: str, pos: int) -> int:
+    m = _SIZE.match(v.strip())
+    unit = (m.group(3) or "").lower() if m else None
+    if not m or m.group(1) or unit not in _UNITS:
+        raise QueryError(f"bad size {v!r} at position {pos}", pos)
+    return int(float(m.group(2)) * _UNITS[unit])
+
+
+def _day(p: Parser, v: str, pos: int) -> tuple[dt.datetime, dt.datetime]:
+    """The span of time a date word or date names, in local time."""
+    today = p.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    words = {"today": (today, today + dt.timedelta(days=1)),
+             "yesterday": (today - dt.timedelta(days=1), today),
+             "lastweek": (today - dt.timedelta(days=7), today + dt.timedelta(days=1)),
+             "lastmonth": (today - dt.timedelta(days=30), today + dt.timedelta(days=1)),
+             "lastyear": (today - dt.timedelta(days=365), today + dt.timedelta(days=1))}
+    if v.lower() in words:
+        return words[v.lower()]
+    for fmt, step in (("%Y-%m-%d", "day"), ("%Y-%m", "month"), ("%Y", "year")):
+        try:
+            start = dt.datetime.strptime(v, fmt)
+        except ValueError:
+            continue
+        if step == "day":
+            return start, start + dt.timedelta(days=1)
+        if step == "month":
+            return start, (start.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+        return start, start.replace(year=start.year + 1)
+    raise QueryError(f"bad date {v!r} at position {pos}: use 2026-11-01, 2026-11, 2026, today, yesterday, "
+                     "lastweek, lastmonth or lastyear", pos)
+
+
+def _after(p: Parser, v: str, pos: int) -> tantivy.Query:
+    # after:2026-11-01 means from that day on; after:lastweek, within the last week.
+    start, _ = _day(p, v, pos)
+    return p._range("mtime", int(start.timestamp()), None)
+
+
+def _before(p: Parser, v: str, pos: int) -> tantivy.Query:
+    start, _ = _day(p, v, pos)
+    return p._range("mtime", None, int(start.timestamp()) - 1)
+
+
+def _cjk(schema: tantivy.Schema, run: str) -> tantivy.Query:
+    if len(run) == 1:
+        return tantivy.Query.term_query(schema, "cjk1", run)
+    grams = [run[i:i + 2] for i in range(len(run) - 1)]
+    return (tantivy.Query.term_query(schema, "cjk", grams[0]) if len(grams) == 1
+            else tantivy.Query.phrase_query(schema, "cjk", grams))
+
+
+FIELDS: dict[str, Callable[[Parser, str, int], tantivy.Query]] = {
+    "title": _title, "author": _author, "path": _path, "in": _path, "ext": _ext, "type": _type,
+    "after": _after, "before": _before, "size": _size, "dup": _dup, "source": _source,
+}
+
+
+def parse(schema: tantivy.Schema, query: str, now: Callable[[], dt.datetime] = dt.datetime.now) -> tantivy.Query:
+    return Parser(schema, query, now).parse()
