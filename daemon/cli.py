@@ -64,11 +64,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_index)
 
     s = sub.add_parser("search", parents=[common], help="search the index",
-                       description="Search the index. Words are ANDed; use OR, NOT, -word, \"phrases\", field:value.")
+                       description="Search the index. Words are ANDed; use OR, NOT, -word, \"phrases\", prefix*, "
+                                   "fuzzy~ and filters such as title:, in:, ext:, type:, after:, size:>10MB "
+                                   "(docs/search.md has them all).")
     s.add_argument("query", nargs="+")
-    s.add_argument("--limit", type=int, default=10, help="results to show (default 10)")
+    s.add_argument("--limit", type=_positive, default=10, help="results to show (default 10)")
     s.add_argument("--offset", type=int, default=0, help="skip this many results first")
-    s.add_argument("--json", action="store_true", help="print {total, hits: [...]} as JSON")
+    s.add_argument("--sort", choices=("relevance", "date", "size"), default="relevance",
+                   help="order by relevance (default), date (newest first) or size (largest first)")
+    out = s.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print {total, hits: [...]} as JSON")
+    out.add_argument("--paths", action="store_true", help="print one path a line (for xargs)")
+    out.add_argument("--open", type=_positive, metavar="N", help="open the Nth result with the default application")
     s.set_defaults(func=cmd_search)
 
     s = sub.add_parser("show", parents=[common], help="print the stored tagged text of a document",
@@ -142,19 +149,46 @@ def format_summary(s: Any) -> str:
     return "\n".join(lines)
 
 
+def _positive(v: str) -> int:
+    n = int(v)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {v}")
+    return n
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     from index import Collection, search
 
     from .render import render_hits
 
     home = _home(args)
+    limit = max(args.limit, args.open or 0)
     with Collection.open(home.data_dir) as coll:
-        results = search(coll, " ".join(args.query), limit=args.limit, offset=args.offset)
+        results = search(coll, " ".join(args.query), limit=limit, offset=args.offset, sort=args.sort,
+                         snippets=not (args.paths or args.open))
     if args.json:
         _print_json(results.to_json())
+    elif args.paths:
+        sys.stdout.write("".join(h.path + "\n" for h in results.hits if h.source == "files"))
+    elif args.open:
+        if args.open > len(results.hits):
+            print(f"deskdex: only {len(results.hits)} results", file=sys.stderr)
+            return EXIT_ERROR
+        return open_with_default_app(results.hits[args.open - 1].path)
     else:
-        sys.stdout.write(render_hits(results, color=_color()))
+        sys.stdout.write(render_hits(results, color=_color(), links=_color()))
     return 0
+
+
+def open_with_default_app(target: str) -> int:
+    import shutil
+    import subprocess
+
+    opener = {"darwin": ["open"], "win32": ["cmd", "/c", "start", ""]}.get(sys.platform, ["xdg-open"])
+    if not shutil.which(opener[0]):
+        print(f"deskdex: no {opener[0]} to open {target}", file=sys.stderr)
+        return EXIT_ERROR
+    return subprocess.call([*opener, target])
 
 
 def _color() -> bool:

@@ -11,16 +11,17 @@ if TYPE_CHECKING:
 BOLD, DIM, CYAN, YELLOW, RESET = "\033[1m", "\033[2m", "\033[36m", "\033[33m", "\033[0m"
 
 
-def render_hits(results: "Results", color: bool) -> str:
+def render_hits(results: "Results", color: bool, links: bool = False) -> str:
     if not results.hits:
         return "no results\n"
     out = []
     for n, h in enumerate(results.hits, 1):
         date = time.strftime("%Y-%m-%d", time.localtime(h.mtime)) if h.mtime else ""
-        where = h.uri if "#" in h.uri else h.path
+        where = h.uri if "#" in h.uri or h.source == "web" else h.path
         title = h.title or where
+        shown = hyperlink(h.uri, where) if links else where
         if color:
-            out.append(f"{BOLD}{n}. {title}{RESET}\n   {CYAN}{where}{RESET}  {DIM}{date}  {human(h.size)}{RESET}\n")
+            out.append(f"{BOLD}{n}. {title}{RESET}\n   {CYAN}{shown}{RESET}  {DIM}{date}  {human(h.size)}{RESET}\n")
         else:
             out.append(f"{n}. {title}\n   {where}  {date}  {human(h.size)}\n")
         if h.snippet:
@@ -28,6 +29,11 @@ def render_hits(results: "Results", color: bool) -> str:
     shown = f"{len(results.hits)} of {results.total}"
     out.append(f"{shown} results\n")
     return "".join(out)
+
+
+def hyperlink(uri: str, text: str) -> str:
+    """OSC 8: a clickable link in terminals that support it, plain text in the others."""
+    return f"\033]8;;{uri.split('#', 1)[0]}\033\\{text}\033]8;;\033\\"
 
 
 def highlight(snippet: str, spans: list[tuple[int, int]], color: bool) -> str:

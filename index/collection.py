@@ -44,7 +44,7 @@ class Collection:
             raise IndexMissing(f"nothing indexed yet under {data_dir}: run `deskdex index PATH` first")
         self.catalog = Catalog(os.path.join(data_dir, CATALOG), writable)
         tantivy_dir = os.path.join(data_dir, TANTIVY)
-        stale = self.catalog.get_meta("schema") not in (None, fulltext.SCHEMA_VERSION)
+        stale = self.catalog.get_meta("schema") != fulltext.SCHEMA_VERSION and os.path.isdir(tantivy_dir)
         if stale and not writable:
             raise StoreError("the index was made by another version of deskdex: run `deskdex index` or the "
                              "daemon once to rebuild it (nothing is converted again)")

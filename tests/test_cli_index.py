@@ -190,3 +190,31 @@ def test_convert_prints_tagged_text_plain_text_and_main_content(cli: CLI, tmp_pa
     bad.write_bytes(b"%PDF-1.4 truncated")
     p = cli.run("convert", str(bad), check=False)
     assert p.returncode == 1 and "bad.pdf" in p.stderr and "corrupt" in p.stderr
+
+
+def test_search_paths_sort_and_offset(cli: CLI, tree: Path):
+    cli.run("index", str(tree))
+    lines = cli.run("search", "lighthouse OR electricity OR prune", "--paths").stdout.splitlines()
+    assert sorted(lines) == sorted(str(tree / n) for n in ("trip.docx", "budget.pdf", "garden.html"))
+    by_size = cli.json("search", "lighthouse OR electricity OR prune", "--sort", "size")
+    sizes = [h["size"] for h in by_size["hits"]]
+    assert sizes == sorted(sizes, reverse=True)
+    second = cli.json("search", "lighthouse OR electricity OR prune", "--sort", "size", "--offset", "1")
+    assert [h["path"] for h in second["hits"]] == [h["path"] for h in by_size["hits"][1:]]
+    p = cli.run("search", "lighthouse", "--limit", "0", check=False)
+    assert p.returncode == 2 and "must be 1 or more" in p.stderr
+
+
+def test_new_schema_rebuilds_the_index_from_the_catalog_without_converting(cli: CLI, tree: Path):
+    import sqlite3
+
+    cli.run("index", str(tree))
+    db = sqlite3.connect(cli.home / "data" / "catalog.sqlite")
+    db.execute("UPDATE meta SET value='0' WHERE key='schema'")
+    db.commit()
+    db.close()
+    p = cli.run("search", "lighthouse", check=False)
+    assert p.returncode == 1 and "rebuild" in p.stderr
+    s = json.loads(cli.run("index", str(tree), "--json").stdout)
+    assert s["indexed"] == 0 and s["unchanged"] == 4
+    assert paths(cli.json("search", "lighthouse")) == ["trip.docx"]
