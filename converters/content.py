@@ -28,9 +28,10 @@ from .document import Block, Document
 logger = logging.getLogger(__name__)
 
 METHODS = ("dom", "tokens")
+MIN_TEXT = 10.0  # the DOM score a page's best run needs to count as running text
 
 # A word is a run of letters/digits; ideographs and kana count one each, since CJK text has no spaces.
-_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|\w+")
+WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|\w+")
 # Class and id names that mark boilerplate or content (after Readability's unlikely/likely lists).
 BOILER_NAMES = re.compile(
     r"nav|menu|footer|sidebar|side-bar|breadcrumb|comment|share|social|related|promo|advert|"
@@ -41,7 +42,7 @@ CONTENT_NAMES = re.compile(r"article|\bcontent|\bmain|\bpost|entry|\bbody|\btext
 
 
 def count_words(text: str) -> int:
-    return len(_WORD.findall(text))
+    return len(WORD.findall(text))
 
 
 @dataclass(slots=True)
@@ -146,7 +147,7 @@ def block_score(block: Block, hint: int) -> float:
 def _main_by_dom(blocks: list[Block], hints: dict[int, int]) -> set[int]:
     scores = [block_score(b, hints.get(n, 0)) for n, b in enumerate(blocks)]
     i, j, total = max_subarray(scores)
-    if total <= 0:
+    if total < MIN_TEXT:
         # No run of text anywhere (an index page, a gallery): all unhinted blocks stay main.
         return {n for n in range(len(blocks)) if hints.get(n, 0) >= 0}
     main = set()

@@ -31,7 +31,9 @@ BLOCKS = {"p": "p", "div": "p", "section": "p", "article": "p", "main": "p", "li
           "dd": "li", "td": "td", "th": "td", "pre": "pre", "blockquote": "quote", "tr": "p",
           "table": "p", "ul": "p", "ol": "p", "dl": "p", "figcaption": "p", "caption": "p",
           "address": "p", "center": "p", "body": "p", "br": "p", "hr": "p", "fieldset": "p",
-          "legend": "p", "summary": "p", "details": "p", "label": "p", "option": "p"}
+          "legend": "p", "summary": "p", "details": "p", "label": "p", "option": "p",
+          # Boilerplate containers are blocks of their own, so their text never joins a main block.
+          "nav": "p", "header": "p", "footer": "p", "aside": "p", "menu": "p"}
 STYLES = {"em": "em", "i": "em", "cite": "em", "strong": "strong", "b": "strong", "code": "code",
           "kbd": "code", "samp": "code", "tt": "code"}
 
