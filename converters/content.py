@@ -144,8 +144,18 @@ def block_score(block: Block, hint: int) -> float:
     return score * (1.5 if hint > 0 else 1.0)
 
 
+def _flanked(scores: list[float], n: int, reach: int = 2) -> bool:
+    """True where running text lies within ``reach`` blocks on both sides of block ``n``."""
+    before = any(s > 1 for s in scores[max(0, n - reach):n])
+    return before and any(s > 1 for s in scores[n + 1:n + 1 + reach])
+
+
 def _main_by_dom(blocks: list[Block], hints: dict[int, int]) -> set[int]:
-    scores = [block_score(b, hints.get(n, 0)) for n, b in enumerate(blocks)]
+    raw = [block_score(b, hints.get(n, 0)) for n, b in enumerate(blocks)]
+    # A short label, a signature or a lone link between paragraphs is part of the text (jusText's
+    # context rule); a run of links is not, since its own neighbours are links.
+    flanked = {n for n, s in enumerate(raw) if s < 0 and hints.get(n, 0) >= 0 and _flanked(raw, n)}
+    scores = [0.0 if n in flanked else s for n, s in enumerate(raw)]
     i, j, total = max_subarray(scores)
     if total < MIN_TEXT:
         # No run of text anywhere (an index page, a gallery): all unhinted blocks stay main.
@@ -154,7 +164,7 @@ def _main_by_dom(blocks: list[Block], hints: dict[int, int]) -> set[int]:
     for n in range(i, j + 1):
         b = blocks[n]
         words = count_words(b.text)
-        if hints.get(n, 0) < 0 or (words and _link_words(b) / words > 0.5):
+        if hints.get(n, 0) < 0 or (n not in flanked and words and _link_words(b) / words > 0.5):
             continue  # a link list or a hinted box inside the text
         main.add(n)
     return main
