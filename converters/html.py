@@ -1,16 +1,19 @@
 """HTML and XHTML: title, headings, paragraphs, lists, tables, quotes and links with anchor text.
 
-Scripts, styles and other non-text elements are dropped. Blocks inside ``nav``, ``header``,
-``footer`` and ``aside`` are kept but marked as boilerplate.
+Scripts, styles and other non-text elements are dropped. After the walk, ``converters.content``
+marks the boilerplate blocks (navigation, footers, link lists), which are kept; ``nav``, ``header``,
+``footer`` and ``aside`` ancestors and class/id names are hints to it.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 
 import lxml.html
 from lxml import etree
 
+from . import content
 from .document import Block, Document, Inline
 from .errors import CorruptFile
 from .source import Source
@@ -18,6 +21,7 @@ from .textcodec import decode
 
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.I)
 _SPACE = re.compile(r"\s+")
+logger = logging.getLogger(__name__)
 
 DROP = {"script", "style", "noscript", "template", "svg", "math", "head", "iframe", "object",
         "canvas", "select", "button", "form"}
@@ -28,6 +32,7 @@ BLOCKS = {"p": "p", "div": "p", "section": "p", "article": "p", "main": "p", "li
           "table": "p", "ul": "p", "ol": "p", "dl": "p", "figcaption": "p", "caption": "p",
           "address": "p", "center": "p", "body": "p", "br": "p", "hr": "p", "fieldset": "p",
           "legend": "p", "summary": "p", "details": "p", "label": "p", "option": "p",
+          # Boilerplate containers are blocks of their own, so their text never joins a main block.
           "nav": "p", "header": "p", "footer": "p", "aside": "p", "menu": "p"}
 STYLES = {"em": "em", "i": "em", "cite": "em", "strong": "strong", "b": "strong", "code": "code",
           "kbd": "code", "samp": "code", "tt": "code"}
@@ -57,7 +62,10 @@ def parse(text: str) -> etree._Element:
         raise CorruptFile(f"unparseable HTML: {exc}") from exc
 
 
-def from_text(text: str, uri: str, mime: str, fallback_title: str = "", encoding: str = "") -> Document:
+def from_text(text: str, uri: str, mime: str, fallback_title: str = "", encoding: str = "",
+              main_content: str | None = "dom") -> Document:
+    """Convert HTML text; ``main_content`` names the method of ``converters.content`` that marks
+    boilerplate (None keeps only the element hints: ``nav``, ``footer``, ...)."""
     root = parse(text)
     doc = Document(uri=uri, mime=mime)
     if encoding:
@@ -67,6 +75,8 @@ def from_text(text: str, uri: str, mime: str, fallback_title: str = "", encoding
     walker = _Walker(doc)
     walker.walk(body if body is not None else root, boiler=False, pre=False)
     walker.flush()
+    if main_content:
+        content.mark(doc, walker.page, main_content)
     if not doc.title:
         h = next(doc.headings(), None)
         doc.title = h.text if h is not None else fallback_title
@@ -95,6 +105,8 @@ class _Walker:
         self.kind = "p"
         self.level = 0
         self.boiler = False
+        self.hint = 0
+        self.page = content.PageTokens()
 
     def flush(self) -> None:
         if self.runs:
@@ -102,36 +114,45 @@ class _Walker:
             if text.strip():
                 if self.kind != "pre":
                     _trim(self.runs)
+                if self.hint or self.boiler:
+                    self.page.hints[len(self.doc.blocks)] = -1 if self.boiler else self.hint
                 self.doc.blocks.append(Block(self.kind, self.runs, self.level, self.boiler))
         self.runs = []
 
-    def start(self, kind: str, level: int, boiler: bool) -> None:
+    def start(self, kind: str, level: int, boiler: bool, hint: int) -> None:
         self.flush()
-        self.kind, self.level, self.boiler = kind, level, boiler
+        self.kind, self.level, self.boiler, self.hint = kind, level, boiler, hint
 
     def text(self, s: str | None, style: str, href: str | None, pre: bool) -> None:
         if not s:
             return
         if not pre:
             s = _SPACE.sub(" ", s)
+        self.page.words(content.count_words(s), len(self.doc.blocks))
         if self.runs and self.runs[-1].style == style and self.runs[-1].href == href:
             self.runs[-1].text += s
         else:
             self.runs.append(Inline(s, style, href))
 
-    def walk(self, el: etree._Element, boiler: bool, pre: bool, style: str = "", href: str | None = None) -> None:
-        tag = el.tag if isinstance(el.tag, str) else ""
-        tag = tag.lower()
-        if tag in DROP or not isinstance(el.tag, str):
+    def walk(self, el: etree._Element, boiler: bool, pre: bool, style: str = "", href: str | None = None,
+             hint: int = 0) -> None:
+        if not isinstance(el.tag, str):
             return
+        tag = el.tag.lower()
+        if tag in DROP:
+            # The notes' token method counts the tags of a form or an svg even though its text is dropped.
+            self.page.tags(2 * sum(1 for e in el.iter() if isinstance(e.tag, str)))
+            return
+        self.page.tags()
         boiler = boiler or tag in BOILER or _hidden(el)
+        hint = _name_hint(el, hint)
         block = None
         if tag in HEADINGS:
             block = ("h", HEADINGS[tag])
         elif tag in BLOCKS:
             block = (BLOCKS[tag], 0)
         if block:
-            self.start(block[0], block[1], boiler)
+            self.start(block[0], block[1], boiler, hint)
         pre = pre or tag == "pre"
         style = STYLES.get(tag, style)
         if tag == "a" and el.get("href"):
@@ -140,17 +161,30 @@ class _Walker:
             self.text(" " + el.get("alt", "") + " ", style, href, pre)
         self.text(el.text, style, href, pre)
         for child in el:
-            self.walk(child, boiler, pre, style, href)
+            self.walk(child, boiler, pre, style, href, hint)
             if isinstance(child.tag, str) and child.tag.lower() in (HEADINGS.keys() | BLOCKS.keys()):
                 self.start(block[0] if block else self.kind, block[1] if block else self.level,
-                           boiler if block else self.boiler)
+                           boiler if block else self.boiler, hint if block else self.hint)
             self.text(child.tail, style, href, pre)
+        self.page.tags()
         if block:
             self.flush()
 
 
 def _hidden(el: etree._Element) -> bool:
     return el.get("hidden") is not None or el.get("aria-hidden") == "true" or el.get("role") == "navigation"
+
+
+def _name_hint(el: etree._Element, inherited: int) -> int:
+    """-1 or +1 where the element's class or id names boilerplate or content; else the parent's."""
+    names = f"{el.get('class') or ''} {el.get('id') or ''} {el.get('role') or ''}".strip()
+    if not names:
+        return inherited
+    if content.BOILER_NAMES.search(names):
+        return -1
+    if content.CONTENT_NAMES.search(names) or el.tag in ("article", "main"):
+        return 1
+    return inherited
 
 
 def _trim(runs: list[Inline]) -> None:

@@ -1,0 +1,95 @@
+"""Real web pages with a known main text, for benchmarks/main_content.py. Nothing here is committed
+data: each set is found or fetched at run time into a cache outside the repository.
+
+``news``: the 23 news/article pages of newspaper4k's test suite (``tests/data/html/X.html`` with
+its expected article text ``tests/data/txt/X.txt``), taken from the newspaper4k sdist on PyPI,
+downloaded with ``pip download``. The texts are newspaper4k's maintained expected outputs (made
+with the extractor and checked by its maintainers), not independent human labels.
+
+``sphinx``: Sphinx-built manuals from the corpus (python3.11-doc and debian-policy from Debian):
+each HTML page's main text is its reStructuredText source, shipped beside it in ``_sources/``,
+with the reST markup stripped. The pages carry Sphinx's navigation bars, sidebar and footer.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+import sys
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+logger = logging.getLogger(__name__)
+
+NEWSPAPER = "newspaper4k==0.9.6"
+CACHE = Path(os.environ.get("DESKDEX_BENCH_CACHE", Path.home() / ".cache" / "deskdex-bench"))
+CORPUS = Path(os.environ.get("DESKDEX_CORPUS", "/tmp/corpora/mixed"))
+SPHINX_ROOTS = ("deb/python3.11-doc/html", "deb/debian-policy/policy.html")
+SPHINX_SKIP = {"genindex", "search", "py-modindex", "contents", "index"}
+
+
+@dataclass(frozen=True)
+class Page:
+    name: str
+    html: str
+    label: str
+
+
+def _read(path: Path) -> str:
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
+def news_pages(cache: Path = CACHE) -> Iterator[Page]:
+    root = cache / "newspaper4k"
+    data = next(root.glob("newspaper4k-*/tests/data"), None) if root.exists() else None
+    if data is None:
+        root.mkdir(parents=True, exist_ok=True)
+        logger.info("downloading the %s sdist from PyPI into %s", NEWSPAPER, root)
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+                        NEWSPAPER, "-d", str(root)], check=True)
+        sdist = next(root.glob("newspaper4k-*.tar.gz"))
+        with tarfile.open(sdist) as tar:
+            tar.extractall(root, members=[m for m in tar.getmembers() if "/tests/data/" in m.name],
+                           filter="data")
+        data = next(root.glob("newspaper4k-*/tests/data"))
+    for txt in sorted((data / "txt").glob("*.txt")):
+        html = data / "html" / f"{txt.stem}.html"
+        if html.exists():
+            yield Page(f"news/{txt.stem}", _read(html), _read(txt))
+
+
+_RST_DIRECTIVE = re.compile(r"^\s*\.\. [\w:-]+::.*$|^\s*:[\w -]+:.*$|^\s*\.\. _[^:]+:.*$|^\s*\.\.\s*$", re.M)
+_RST_RULE = re.compile(r"^\s*([=\-~^\"'`#*+.])\1{2,}\s*$", re.M)
+_RST_ROLE = re.compile(r":[\w:+-]+:`~?!?([^`<]*?)(?:\s*<[^>]*>)?`")
+_RST_LINK = re.compile(r"`([^`<]*?)\s*<[^>]*>`_+")
+
+
+def rst_text(rst: str) -> str:
+    """Readable text of a reST source: directive and field lines, rules and role markers dropped."""
+    text = _RST_DIRECTIVE.sub("", rst)
+    text = _RST_RULE.sub("", text)
+    text = _RST_ROLE.sub(r"\1", text)
+    text = _RST_LINK.sub(r"\1", text)
+    return re.sub(r"[`*|]+|_\b", " ", text)
+
+
+def sphinx_pages(corpus: Path = CORPUS, limit: int | None = None) -> Iterator[Page]:
+    n = 0
+    for rel in SPHINX_ROOTS:
+        base = corpus / rel
+        for html in sorted(base.rglob("*.html")):
+            page = html.relative_to(base)
+            if "_sources" in page.parts or html.stem in SPHINX_SKIP:
+                continue
+            src = next((s for s in (base / "_sources" / page.with_suffix(".rst.txt"),
+                                    base / "_sources" / page.with_suffix(".txt")) if s.exists()), None)
+            if src is None:
+                continue
+            yield Page(f"sphinx/{rel.split('/')[1]}/{page}", _read(html), rst_text(_read(src)))
+            n += 1
+            if limit and n >= limit:
+                return

@@ -1,0 +1,100 @@
+"""How well deskdex finds the main text of real web pages, beside trafilatura.
+
+    .venv/bin/python benchmarks/main_content.py [--sets news,sphinx] [--limit N] [--per-page]
+
+For each labelled page (see benchmarks/labelled_pages.py) it extracts the main text with the
+notes' token method, the DOM method (deskdex's default), all text (no marking, a floor) and
+trafilatura (``pip install -e '.[bench]'``), and prints per data set, averaged over pages: word
+precision, recall and F1 (bag of words against the label) and word 4-gram overlap (Jaccard of the
+sets of 4-grams).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from converters.content import WORD  # noqa: E402
+from converters.html import from_text  # noqa: E402
+import labelled_pages  # noqa: E402
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in WORD.findall(text)]
+
+
+def prf(got: list[str], want: list[str]) -> tuple[float, float, float]:
+    common = sum((Counter(got) & Counter(want)).values())
+    p = common / len(got) if got else 0.0
+    r = common / len(want) if want else 0.0
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+def ngram_overlap(got: list[str], want: list[str], n: int = 4) -> float:
+    a = {tuple(got[k:k + n]) for k in range(len(got) - n + 1)}
+    b = {tuple(want[k:k + n]) for k in range(len(want) - n + 1)}
+    return len(a & b) / len(a | b) if a | b else 0.0
+
+
+def _deskdex(method: str | None) -> Callable[[str], str]:
+    def extract(html: str) -> str:
+        return from_text(html, "http://bench.invalid/", "text/html", main_content=method).body_text()
+    return extract
+
+
+def _trafilatura() -> Callable[[str], str] | None:
+    try:
+        import trafilatura
+    except ImportError:
+        print("trafilatura not installed (pip install -e '.[bench]'): its column is left out", file=sys.stderr)
+        return None
+    return lambda html: trafilatura.extract(html, include_comments=False, include_tables=True) or ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sets", default="news,sphinx")
+    ap.add_argument("--limit", type=int, default=None, help="at most this many sphinx pages")
+    ap.add_argument("--per-page", action="store_true")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
+    methods: dict[str, Callable[[str], str]] = {
+        "tokens (notes)": _deskdex("tokens"), "dom (default)": _deskdex("dom"), "all text": _deskdex(None)}
+    traf = _trafilatura()
+    if traf:
+        methods["trafilatura"] = traf
+    loaders = {"news": labelled_pages.news_pages, "sphinx": lambda: labelled_pages.sphinx_pages(limit=args.limit)}
+    for name in args.sets.split(","):
+        pages = list(loaders[name]())
+        if not pages:
+            print(f"{name}: no pages found")
+            continue
+        print(f"\n{name}: {len(pages)} pages")
+        print(f"{'method':16} {'P':>6} {'R':>6} {'F1':>6} {'4-gram':>7} {'s/page':>7}")
+        for label, fn in methods.items():
+            sums = [0.0] * 4
+            t0 = time.perf_counter()
+            for page in pages:
+                got, want = words(fn(page.html)), words(page.label)
+                p, r, f = prf(got, want)
+                g = ngram_overlap(got, want)
+                for k, v in enumerate((p, r, f, g)):
+                    sums[k] += v
+                if args.per_page:
+                    print(f"    {label:16} {page.name:50} P={p:.2f} R={r:.2f} F1={f:.2f} 4g={g:.2f}")
+            dt = (time.perf_counter() - t0) / len(pages)
+            p, r, f, g = (s / len(pages) for s in sums)
+            print(f"{label:16} {p:6.3f} {r:6.3f} {f:6.3f} {g:7.3f} {dt:7.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

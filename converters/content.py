@@ -1,0 +1,170 @@
+"""Main content of a web page: which blocks are the text and which are boilerplate.
+
+Two methods mark ``Block.boilerplate`` on a converted HTML Document; boilerplate blocks are kept
+(ranking down-weights them), only flagged.
+
+``tokens``: the lecture notes' content-block method. The page is a sequence of tokens, each a tag
+or a word; choose ``i <= j`` to maximise the tags before ``i`` and after ``j`` plus the words
+between them. That total is ``tags + sum(v[i..j])`` with ``v = +1`` for a word and ``-1`` for a
+tag, so the best ``(i, j)`` is a maximum-sum subarray (Kadane, linear time). A block is main
+content when most of its words fall inside ``[i, j]``.
+
+``dom`` (the default): each block is scored from its own text and link density and from DOM hints
+(``nav``/``footer``/``aside`` ancestors, class and id names such as ``sidebar`` or ``comment``);
+link lists, short fragments and hinted blocks score below zero, paragraphs of running text above.
+The main content is the run of blocks with the largest total score (the same maximum-sum
+subarray, over blocks instead of tokens), minus link lists inside it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from .document import Block, Document
+
+logger = logging.getLogger(__name__)
+
+METHODS = ("dom", "tokens")
+MIN_TEXT = 10.0  # the DOM score a page's best run needs to count as running text
+
+# A word is a run of letters/digits; ideographs and kana count one each, since CJK text has no spaces.
+WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|\w+")
+# Class and id names that mark boilerplate or content (after Readability's unlikely/likely lists).
+BOILER_NAMES = re.compile(
+    r"nav|menu|footer|sidebar|side-bar|breadcrumb|comment|share|social|related|promo|advert|"
+    r"\bads?\b|banner|cookie|popup|newsletter|subscribe|widget|masthead|toolbar|pagination|"
+    r"skip|tags?\b|copyright|disclaimer|login|signup|search", re.I)
+CONTENT_NAMES = re.compile(r"article|\bcontent|\bmain|\bpost|entry|\bbody|\btext|story|document|section",
+                           re.I)
+
+
+def count_words(text: str) -> int:
+    return len(WORD.findall(text))
+
+
+@dataclass(slots=True)
+class PageTokens:
+    """What the HTML walk records for the methods: the tag/word token sequence (``values``: +1 a
+    word, -1 a tag; ``owners``: the block a word belongs to, -1 for a tag) and a DOM hint per block
+    (-1 boilerplate name or element, +1 content name, 0 none)."""
+
+    values: list[int] = field(default_factory=list)
+    owners: list[int] = field(default_factory=list)
+    hints: dict[int, int] = field(default_factory=dict)
+
+    def tags(self, n: int = 1) -> None:
+        self.values.extend([-1] * n)
+        self.owners.extend([-1] * n)
+
+    def words(self, n: int, block: int) -> None:
+        self.values.extend([1] * n)
+        self.owners.extend([block] * n)
+
+
+def max_subarray(values: Sequence[int]) -> tuple[int, int, int]:
+    """The maximum-sum contiguous subarray ``values[i..j]`` (inclusive): ``(i, j, sum)``.
+
+    Ties keep the earliest start and the shortest span. With no positive value the result is the
+    empty span ``(0, -1, 0)``.
+    """
+    best, best_i, best_j = 0, 0, -1
+    run, start = 0, 0
+    for n, v in enumerate(values):
+        if run <= 0:
+            run, start = v, n
+        else:
+            run += v
+        if run > best:
+            best, best_i, best_j = run, start, n
+    return best_i, best_j, best
+
+
+def content_span(is_tag: Sequence[bool]) -> tuple[int, int]:
+    """The notes' optimisation: ``(i, j)`` maximising tags outside ``[i, j]`` plus words inside."""
+    i, j, _ = max_subarray([-1 if t else 1 for t in is_tag])
+    return i, j
+
+
+def mark(doc: Document, page: PageTokens, method: str = "dom") -> None:
+    """Set ``boilerplate`` on every block of ``doc`` by ``method`` (one of ``METHODS``)."""
+    if not doc.blocks:
+        return
+    if method == "tokens":
+        main = _main_by_tokens(page, len(doc.blocks))
+    elif method == "dom":
+        main = _main_by_dom(doc.blocks, page.hints)
+    else:
+        raise ValueError(f"unknown main-content method {method!r}; expected one of {METHODS}")
+    for n, block in enumerate(doc.blocks):
+        block.boilerplate = n not in main
+    logger.debug("%s: %d of %d blocks are main content (%s)", doc.uri, len(main), len(doc.blocks), method)
+
+
+def main_text(doc: Document) -> str:
+    """The text of the main-content blocks, title first (what ``convert --format main`` prints)."""
+    return doc.text(main_only=True)
+
+
+def _main_by_tokens(page: PageTokens, n_blocks: int) -> set[int]:
+    i, j, _ = max_subarray(page.values)
+    inside = [0] * n_blocks
+    total = [0] * n_blocks
+    for n, owner in enumerate(page.owners):
+        if 0 <= owner < n_blocks:
+            total[owner] += 1
+            if i <= n <= j:
+                inside[owner] += 1
+    return {b for b in range(n_blocks) if total[b] and 2 * inside[b] >= total[b]}
+
+
+def _link_words(block: Block) -> int:
+    return sum(count_words(r.text) for r in block.runs if r.href)
+
+
+def block_score(block: Block, hint: int) -> float:
+    """How much a block looks like running text (> 0) or boilerplate (< 0)."""
+    words = count_words(block.text)
+    if not words:
+        return 0.0
+    density = _link_words(block) / words
+    if hint < 0:
+        return -1.0 - words
+    if density > 0.5:
+        return -1.0 - words * density
+    plain = words * (1 - density)
+    if block.kind == "h":
+        return 0.5  # a heading goes with the text around it, never decides alone
+    text = block.text
+    # Sentences make text: a fragment with no sentence punctuation is a menu item or a label.
+    sentence = any(c in text for c in ".!?。！？:;") and words >= 5
+    score = plain - (8 if not sentence else 2) - 4 * density * words
+    return score * (1.5 if hint > 0 else 1.0)
+
+
+def _flanked(scores: list[float], n: int, reach: int = 2) -> bool:
+    """True where running text lies within ``reach`` blocks on both sides of block ``n``."""
+    before = any(s > 1 for s in scores[max(0, n - reach):n])
+    return before and any(s > 1 for s in scores[n + 1:n + 1 + reach])
+
+
+def _main_by_dom(blocks: list[Block], hints: dict[int, int]) -> set[int]:
+    raw = [block_score(b, hints.get(n, 0)) for n, b in enumerate(blocks)]
+    # A short label, a signature or a lone link between paragraphs is part of the text (jusText's
+    # context rule); a run of links is not, since its own neighbours are links.
+    flanked = {n for n, s in enumerate(raw) if s < 0 and hints.get(n, 0) >= 0 and _flanked(raw, n)}
+    scores = [0.0 if n in flanked else s for n, s in enumerate(raw)]
+    i, j, total = max_subarray(scores)
+    if total < MIN_TEXT:
+        # No run of text anywhere (an index page, a gallery): all unhinted blocks stay main.
+        return {n for n in range(len(blocks)) if hints.get(n, 0) >= 0}
+    main = set()
+    for n in range(i, j + 1):
+        b = blocks[n]
+        words = count_words(b.text)
+        if hints.get(n, 0) < 0 or (n not in flanked and words and _link_words(b) / words > 0.5):
+            continue  # a link list or a hinted box inside the text
+        main.add(n)
+    return main

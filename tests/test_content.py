@@ -1,0 +1,143 @@
+"""Main-content marking: the notes' max-subarray method, the DOM method, and a real corpus page."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+
+import pytest
+
+from converters import content
+from converters.content import PageTokens, content_span, main_text, max_subarray
+from converters.html import convert, from_text
+from converters.source import Source
+
+T, W = True, False  # a tag token, a word token
+
+CORPUS = Path("/tmp/corpora/mixed")
+
+
+def objective(is_tag: list[bool], i: int, j: int) -> int:
+    """The notes' quantity: tags before i and after j plus words in [i, j]."""
+    return (sum(is_tag[:i]) + sum(not t for t in is_tag[i:j + 1]) + sum(is_tag[j + 1:]))
+
+
+@pytest.mark.parametrize("seq, span", [
+    ([T, T, T, W, W, T, W, W, W, T, T], (3, 8)),   # one tag inside the plateau is worth crossing
+    ([T, W, W, T, T, T, W, T], (1, 2)),            # three tags outweigh one more word
+    ([W, W, W], (0, 2)),                           # all words: everything
+    ([T, T], (0, -1)),                             # all tags: the empty span
+    ([W, T, W], (0, 0)),                           # a tie keeps the earliest, shortest span
+    ([], (0, -1)),
+])
+def test_content_span_exact(seq: list[bool], span: tuple[int, int]) -> None:
+    assert content_span(seq) == span
+
+
+def test_content_span_is_optimal_against_brute_force() -> None:
+    rng = random.Random(7)
+    for _ in range(300):
+        seq = [rng.random() < 0.55 for _ in range(rng.randrange(1, 16))]
+        i, j = content_span(seq)
+        best = max(objective(seq, a, b) for a, b in itertools.combinations_with_replacement(range(len(seq)), 2))
+        best = max(best, sum(seq))  # the empty span
+        assert objective(seq, i, j) == best, seq
+
+
+def test_max_subarray_sum() -> None:
+    assert max_subarray([2, -3, 4, -1, 2, -5, 3]) == (2, 4, 5)
+    assert max_subarray([-1.5, 0.5, 2.0]) == (1, 2, 2.5)
+
+
+NAV = "".join(f'<li><a href="/s{n}">Section {n}</a></li>' for n in range(12))
+PROSE = ("The committee met on Tuesday to discuss the budget for the coming year. Members agreed that "
+         "the library needs longer opening hours, and that the roof must be repaired before winter.")
+
+
+def page(article: str, extra: str = "") -> str:
+    return (f"<html><head><title>Town news</title></head><body>"
+            f'<div id="top"><ul class="menu">{NAV}</ul></div>'
+            f"<div>{article}</div>{extra}"
+            f'<div class="bottom"><p><a href="/a">About</a> | <a href="/c">Contact</a> | '
+            f'<a href="/p">Privacy</a></p><ul>{NAV}</ul></div></body></html>')
+
+
+ARTICLE = f"<h1>Budget meeting</h1><p>{PROSE}</p><p>{PROSE}</p><p>{PROSE}</p>"
+
+
+@pytest.mark.parametrize("method", content.METHODS)
+def test_methods_mark_menus_and_keep_the_article(method: str) -> None:
+    doc = from_text(page(ARTICLE), "file:///t.html", "text/html", main_content=method)
+    main = [b.text for b in doc.blocks if not b.boilerplate]
+    boiler = [b.text for b in doc.blocks if b.boilerplate]
+    assert main.count(PROSE) == 3
+    assert "Section 3" in boiler and "Section 3" not in main
+    assert not any("Privacy" in t for t in main)
+
+
+def test_dom_marks_a_link_list_inside_the_article() -> None:
+    related = '<ul class="x">' + "".join(f'<li><a href="/r{n}">Another story number {n}</a></li>'
+                                         for n in range(5)) + "</ul>"
+    article = f"<h1>Budget meeting</h1><p>{PROSE}</p>{related}<p>{PROSE}</p>"
+    doc = from_text(page(article), "file:///t.html", "text/html")
+    flags = {b.text: b.boilerplate for b in doc.blocks}
+    assert flags[PROSE] is False
+    assert flags["Another story number 2"] is True
+    assert flags["Budget meeting"] is False
+
+
+def test_dom_uses_class_names_as_hints() -> None:
+    side = f'<div class="sidebar"><p>{PROSE.replace("committee", "club")}</p></div>'
+    doc = from_text(page(ARTICLE, side), "file:///t.html", "text/html")
+    club = next(b for b in doc.blocks if "club" in b.text)
+    assert club.boilerplate
+    assert "committee" in main_text(doc) and "club" not in main_text(doc)
+
+
+def test_dom_keeps_a_page_without_running_text() -> None:
+    # An index page: nothing scores as text, so nothing unhinted is thrown to boilerplate.
+    html = "<html><body><h1>Index</h1><ul>" + NAV + "</ul><nav><a href='/'>Home</a></nav></body></html>"
+    doc = from_text(html, "file:///i.html", "text/html")
+    assert [b.text for b in doc.blocks if b.boilerplate] == ["Home"]
+    assert "Section 5" in main_text(doc)
+
+
+def test_token_method_only_counts_words_of_its_own_blocks() -> None:
+    from converters.document import Block, Document
+    doc = Document(uri="file:///x", blocks=[Block.of("p", "a b"), Block.of("p", "c d e")])
+    tokens = PageTokens()
+    tokens.tags(3)
+    tokens.words(2, 0)
+    tokens.tags(4)
+    tokens.words(3, 1)
+    tokens.tags(1)
+    content.mark(doc, tokens, "tokens")
+    assert [b.boilerplate for b in doc.blocks] == [True, False]
+
+
+def test_unknown_method_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown main-content method"):
+        from_text(page(ARTICLE), "file:///t.html", "text/html", main_content="magic")
+
+
+def test_no_method_keeps_only_element_hints() -> None:
+    html = f"<html><body><nav><a href='/'>Home</a></nav><p>{PROSE}</p></body></html>"
+    doc = from_text(html, "file:///t.html", "text/html", main_content=None)
+    assert [(b.text, b.boilerplate) for b in doc.blocks] == [("Home", True), (PROSE, False)]
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="corpus absent: build it with shared/corpus/build.sh")
+def test_corpus_sphinx_page_navigation_is_boilerplate() -> None:
+    path = CORPUS / "deb/debian-policy/policy.html/ch-scope.html"
+    if not path.exists():
+        pytest.skip(f"{path} not in this corpus")
+    doc = convert(Source.from_path(path), "text/html")
+    boiler = doc.body_text(boilerplate=True)
+    main = main_text(doc)
+    assert "Quick search" in boiler and "Previous topic" in boiler
+    assert "Navigation" not in main.splitlines()
+    assert "This manual describes the policy requirements for the Debian distribution" in main
+    # Most of the words are the chapter's, few of them navigation.
+    assert content.count_words(main) > 5 * content.count_words(boiler)
