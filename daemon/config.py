@@ -82,3 +82,24 @@ def load(home: Home, overrides: dict[str, Any] | None = None) -> Config:
         values.update(data)
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     return Config(values, home)
+
+
+def save(home: Home, updates: dict[str, Any]) -> None:
+    """Write ``updates`` into the config file, keeping the other settings in it."""
+    import tomli_w
+
+    path = home.config_file
+    data: dict[str, Any] = {}
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    unknown = set(updates) - set(DEFAULTS)
+    if unknown:
+        raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+    data.update(updates)
+    os.makedirs(home.config_dir, mode=0o700, exist_ok=True)
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        tomli_w.dump(data, f)
+    os.replace(tmp, path)  # a crash never leaves half a config file

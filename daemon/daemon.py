@@ -1,0 +1,300 @@
+"""The long-running indexer: reconcile on start, then follow the watcher's change records.
+
+Threads: the main thread applies changes (the only writer); the watcher thread hands over
+settled batches; the socket server answers requests from its own threads with a separate
+read-only view of the index. Nothing wakes up while nothing changes: the main thread sleeps on
+a condition with no timeout unless there is something to finish (idle workers to release, or
+work held back by battery power).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import threading
+import time
+from typing import Any, Callable
+
+from converters.errors import DeskdexError
+from index import Collection, search
+
+from . import config as config_mod
+from .coalesce import Changed, Deleted, Moved, Record, Rescan
+from .config import Config
+from .pipeline import Indexer, Summary
+from .scan import Excluder, FileInfo
+
+logger = logging.getLogger(__name__)
+
+IDLE_RELEASE_SECONDS = 20.0  # worker processes end this long after the last work, freeing memory
+
+
+class Daemon:
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.state = "starting"
+        self.current: str | None = None
+        self.notes: list[str] = []
+        self.offline: set[str] = set()
+        self.paused = False
+        self._records: list[Record] = []
+        self._rescan: set[str] = set()
+        self._cond = threading.Condition()
+        self._stop = False
+        self._started = time.time()
+        self._last_work = 0.0
+        self.coll = Collection.open(cfg.home.data_dir, writable=True)
+        self.reader = Collection.open(cfg.home.data_dir)
+        self._read_lock = threading.Lock()
+        self.indexer = Indexer(self.coll, cfg.limits, workers=int(cfg["workers"]), idle=True,
+                               commit_every=int(cfg["commit_every"]), commit_seconds=float(cfg["commit_seconds"]))
+        self.watcher: Any = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def stop(self) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+        self.indexer.release()
+        self.coll.close()
+        self.reader.close()
+
+    def run(self, watch: bool = True, once: bool = False) -> None:
+        """Reconcile every folder, then apply changes until ``stop()``."""
+        from .watch import Watcher
+
+        roots = self.cfg.folders()
+        if watch and not once:
+            self.watcher = Watcher(self.enqueue, patterns=self.cfg["exclude"]).start()
+            for root in roots:
+                if not self.watcher.add(root):
+                    self.note(f"{root} cannot be watched live; it is rescanned on start")
+        self.reconcile(roots)
+        if once:
+            return
+        while True:
+            with self._cond:
+                while not self._stop and not self._has_work():
+                    self.state = "paused" if self.paused else "idle"
+                    self._cond.wait(self._wait_timeout())
+                    self._release_if_idle()
+                if self._stop:
+                    break
+                records, self._records = self._records, []
+                rescans, self._rescan = self._rescan, set()
+            self.apply(records, rescans)
+        self.state = "stopping"
+
+    def _has_work(self) -> bool:
+        return not self.paused and bool(self._records or self._rescan)
+
+    def _wait_timeout(self) -> float | None:
+        if self.indexer._pool is not None:
+            return max(0.1, self._last_work + IDLE_RELEASE_SECONDS - time.monotonic())
+        return None  # nothing to do: sleep until something happens
+
+    def _release_if_idle(self) -> None:
+        if self.indexer._pool is not None and time.monotonic() - self._last_work >= IDLE_RELEASE_SECONDS:
+            self.indexer.release()
+
+    # -- input -------------------------------------------------------------------------------------
+    def enqueue(self, records: list[Record]) -> None:
+        """Called by the watcher with each settled batch."""
+        with self._cond:
+            for r in records:
+                if isinstance(r, Rescan):
+                    self._rescan.add(r.path)
+                    if r.reason in ("overflow", "watch_limit", "unwatchable"):
+                        self.note(f"live watching lost events ({r.reason}) under {r.path}: fell back to a scan")
+                else:
+                    self._records.append(r)
+            self._cond.notify_all()
+
+    def note(self, text: str) -> None:
+        logger.warning("%s", text)
+        self.notes = (self.notes + [text])[-10:]
+
+    # -- applying changes ----------------------------------------------------------------------------
+    def reconcile(self, roots: list[str]) -> Summary:
+        """Bring the catalog in line with the disk under ``roots`` (changes made while we were down)."""
+        self.state = "scanning"
+        present = [r for r in roots if os.path.isdir(r) or os.path.isfile(r)]
+        for r in set(roots) - set(present):
+            if r not in self.offline:
+                self.offline.add(r)
+                self.note(f"{r} is missing (unmounted?): its documents are kept, marked offline")
+        self.offline -= set(present)
+        files = self.indexer.scan(present, self.cfg["exclude"])
+        self.state = "indexing"
+        summary = self.indexer.sync(present, files, progress=self._progress)
+        self.current = None
+        self._last_work = time.monotonic()
+        logger.info("reconciled %s: indexed %d, unchanged %d, removed %d, failed %d", ", ".join(present),
+                    summary.indexed, summary.unchanged, summary.removed, sum(summary.failed.values()))
+        return summary
+
+    def _progress(self, n: int, path: str) -> None:
+        self.current = path
+
+    def apply(self, records: list[Record], rescans: set[str]) -> None:
+        self.state = "indexing"
+        excluder = Excluder(self.cfg["exclude"])
+        roots = self.cfg.folders()
+        try:
+            changed: list[FileInfo] = []
+            for r in records:
+                if isinstance(r, Moved):
+                    if self._inside(r.dst, roots):
+                        self.indexer.move(r.src, r.dst)
+                    else:
+                        self.indexer.remove(r.src)
+                elif isinstance(r, Deleted):
+                    if r.path in roots:
+                        self.offline.add(r.path)
+                        self.note(f"{r.path} disappeared: its documents are kept, marked offline")
+                    else:
+                        self.indexer.remove(r.path)
+                elif isinstance(r, Changed):
+                    info = _stat(r.path)
+                    if info is None:
+                        self.indexer.remove(r.path)
+                    elif not _excluded(r.path, roots, excluder):
+                        changed.append(info)
+            if changed:
+                self.indexer.update(changed, progress=self._progress)
+            self.coll.commit()
+            for path in rescans:
+                self.reconcile([p for p in roots if p == path or path.startswith(p.rstrip("/") + "/")
+                                or p.startswith(path.rstrip("/") + "/")] or [path])
+        except DeskdexError as exc:
+            self.note(f"could not apply changes: {exc}")
+        finally:
+            self.current = None
+            self._last_work = time.monotonic()
+
+    @staticmethod
+    def _inside(path: str, roots: list[str]) -> bool:
+        return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+    # -- requests (from the socket server's threads) --------------------------------------------------
+    def handlers(self) -> dict[str, Callable[..., dict[str, Any]]]:
+        return {"status": self.op_status, "search": self.op_search, "pause": self.op_pause,
+                "resume": self.op_resume, "watch_list": self.op_watch_list, "watch_add": self.op_watch_add,
+                "watch_remove": self.op_watch_remove, "exclude_list": self.op_exclude_list,
+                "exclude_add": self.op_exclude_add, "exclude_remove": self.op_exclude_remove}
+
+    def op_status(self, **_: Any) -> dict[str, Any]:
+        with self._read_lock:
+            counts = self.reader.catalog.counts()
+            last = self.reader.catalog.get_meta("last_commit")
+            sizes = self.reader.sizes()
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        with self._cond:
+            queue = len(self._records) + len(self._rescan)
+        return {"state": self.state, "queue": queue, "current": self.current, **counts, **sizes,
+                "cpu_seconds": round(me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, 2),
+                "last_commit": float(last) if last else None, "folders": self.cfg.folders(),
+                "offline": sorted(self.offline), "notes": self.notes, "pid": os.getpid(),
+                "uptime": round(time.time() - self._started, 1)}
+
+    def op_search(self, query: str = "", limit: int = 10, offset: int = 0, sort: str = "relevance",
+                  **_: Any) -> dict[str, Any]:
+        with self._read_lock:
+            return search(self.reader, query, limit=int(limit), offset=int(offset), sort=sort).to_json()
+
+    def op_pause(self, **_: Any) -> dict[str, Any]:
+        with self._cond:
+            self.paused = True
+            self.state = "paused" if self.state in ("idle", "paused") else self.state
+            self._cond.notify_all()
+        return {"state": "paused"}
+
+    def op_resume(self, **_: Any) -> dict[str, Any]:
+        with self._cond:
+            self.paused = False
+            self._cond.notify_all()
+        return {"state": self.state}
+
+    def op_watch_list(self, **_: Any) -> dict[str, Any]:
+        out = []
+        with self._read_lock:
+            for f in self.cfg.folders():
+                rows = list(self.reader.catalog.db.execute(
+                    "SELECT status, count(*) FROM docs WHERE path >= ? AND path < ? GROUP BY status",
+                    (f.rstrip("/") + "/", f.rstrip("/") + "0")))
+                n = dict(rows)
+                out.append({"path": f, "documents": n.get("ok", 0), "failed": n.get("failed", 0),
+                            "offline": f in self.offline})
+        return {"folders": out}
+
+    def _set(self, key: str, values: list[str]) -> None:
+        config_mod.save(self.cfg.home, {key: values})
+        self.cfg = config_mod.load(self.cfg.home)
+
+    def op_watch_add(self, path: str = "", **_: Any) -> dict[str, Any]:
+        path = os.path.abspath(os.path.expanduser(path))
+        if not os.path.isdir(path):
+            raise config_mod.ConfigError(f"not a folder: {path}")
+        folders = self.cfg.folders()  # the default folder stays watched when the first is added
+        if path not in folders:
+            self._set("folders", folders + [path])
+            if self.watcher is not None:
+                self.watcher.add(path)
+            with self._cond:
+                self._rescan.add(path)
+                self._cond.notify_all()
+        return self.op_watch_list()
+
+    def op_watch_remove(self, path: str = "", **_: Any) -> dict[str, Any]:
+        path = os.path.abspath(os.path.expanduser(path))
+        folders = [f for f in self.cfg["folders"] if os.path.abspath(os.path.expanduser(f)) != path]
+        self._set("folders", folders)
+        if self.watcher is not None:
+            self.watcher.remove(path)
+        with self._cond:
+            self._records.append(Deleted(path, True))
+            self._cond.notify_all()
+        return self.op_watch_list()
+
+    def op_exclude_list(self, **_: Any) -> dict[str, Any]:
+        return {"exclude": list(self.cfg["exclude"])}
+
+    def op_exclude_add(self, pattern: str = "", **_: Any) -> dict[str, Any]:
+        return self._exclude([*self.cfg["exclude"], pattern] if pattern not in self.cfg["exclude"] else
+                             list(self.cfg["exclude"]))
+
+    def op_exclude_remove(self, pattern: str = "", **_: Any) -> dict[str, Any]:
+        return self._exclude([p for p in self.cfg["exclude"] if p != pattern])
+
+    def _exclude(self, patterns: list[str]) -> dict[str, Any]:
+        self._set("exclude", patterns)
+        if self.watcher is not None:
+            self.watcher.set_patterns(patterns)
+        with self._cond:
+            self._rescan.update(self.cfg.folders())  # newly excluded files leave, re-included ones come back
+            self._cond.notify_all()
+        return self.op_exclude_list()
+
+
+def _stat(path: str) -> FileInfo | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    import stat as stat_mod
+
+    if not stat_mod.S_ISREG(st.st_mode):
+        return None
+    return FileInfo(path, st.st_size, st.st_mtime)
+
+
+def _excluded(path: str, roots: list[str], excluder: Excluder) -> bool:
+    for r in roots:
+        if path.startswith(r.rstrip("/") + "/"):
+            return excluder.excluded(os.path.relpath(path, r), False)
+    return True  # outside every watched folder
