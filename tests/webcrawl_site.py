@@ -39,6 +39,7 @@ class SiteServer:
         self.version: dict[str, int] = {}  # path -> content version (tests bump it to change a page)
         self._lock = threading.Lock()
         self._busy_seen: set[str] = set()
+        self.seed = seed
         self._rng = random.Random(seed)
         self._topic_pages = self._make_topic_site() if kind == "topic" else {}
         self.server = _Server(("127.0.0.1", 0), _handler(self))
@@ -111,7 +112,8 @@ class SiteServer:
         if not 0 <= i < self.pages:
             return 404, {}, b"not found"
         links = "".join(f"<li><a href='/p/{(i * 7 + k) % self.pages}'>page {k}</a></li>" for k in range(1, 6))
-        text = " ".join(FILLER[(i + k) % len(FILLER)] for k in range(300))
+        rng = random.Random(f"{self.seed}-{i}")  # distinct text per page and per site: no near-duplicates
+        text = " ".join(rng.choice(FILLER) + str(rng.randrange(50)) for k in range(300))
         return 200, {"Content-Type": "text/html; charset=utf-8"}, html(f"Page {i}", f"<p>{text}</p><ul>{links}</ul>")
 
     def _main(self, path: str, query: dict[str, list[str]], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:

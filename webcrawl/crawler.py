@@ -116,6 +116,9 @@ class Crawler:
                     if url and self.mine(url):
                         self.frontier.add(Request(url, 0, 2.0, "sitemap"))
             await asyncio.sleep(self.frontier.site(site).delay)  # the robots.txt request counts for politeness
+        if rules.status == "private_address":
+            self.stats.fail(req.url, "private_address")
+            return 0.0
         if not rules.allowed(req.url, self.s.fetch.user_agent):
             self.stats.site(req.url).robots_excluded += 1
             self.stats.record(req.url, "robots_excluded")
@@ -132,7 +135,7 @@ class Crawler:
                 page = None
             if page is None:
                 page = await fetch(self.client, self.s.fetch, req.url, headers=conditional_headers(known),
-                                   depth=req.depth, accept=WANTED)
+                                   depth=req.depth, accept=WANTED, hop_delay=self.frontier.site(site).delay)
         except FetchError as exc:
             return self._failed(req, exc)
         if req.kind in ("page", "revisit"):

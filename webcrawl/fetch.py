@@ -26,6 +26,9 @@ from .urls import is_public_address, normalise
 logger = logging.getLogger(__name__)
 
 
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
 class FetchError(Exception):
     """A per-URL failure; ``reason`` is what ``crawl status`` counts."""
 
@@ -135,14 +138,17 @@ def retry_after(value: str | None, default: float) -> float:
 
 async def fetch(client: httpx.AsyncClient, settings: FetchSettings, url: str, *, method: str = "GET",
                 headers: dict[str, str] | None = None, depth: int = 0,
-                accept: frozenset[str] | None = None) -> FetchedPage:
-    """GET (or HEAD) ``url`` following redirects by hand; raises FetchError with a reason."""
+                accept: frozenset[str] | None = None, hop_delay: float = 0.0) -> FetchedPage:
+    """GET (or HEAD) ``url`` following redirects by hand; raises FetchError with a reason.
+
+    Each redirect hop is a request too: hops wait ``hop_delay`` (the politeness delay) between them.
+    """
     seen = {url}
     current = url
     for _ in range(settings.max_redirects + 1):
         try:
             async with client.stream(method, current, headers=headers) as resp:
-                if resp.is_redirect:
+                if resp.status_code in REDIRECTS and "location" in resp.headers:
                     target = normalise(resp.headers.get("location", ""), current)
                     if target is None:
                         raise FetchError("bad_redirect", f"redirect to {resp.headers.get('location')!r}")
@@ -150,6 +156,7 @@ async def fetch(client: httpx.AsyncClient, settings: FetchSettings, url: str, *,
                         raise FetchError("redirect_loop", f"redirect loop back to {target}")
                     seen.add(target)
                     current = target
+                    await asyncio.sleep(hop_delay)
                     continue
                 if resp.status_code in (429, 503):
                     raise FetchError(f"http_{resp.status_code}", f"HTTP {resp.status_code}",

@@ -27,7 +27,7 @@ class Rules:
     fetched_at: float
     parser: Protego | None  # None: no rules (allow all)
     disallow_all: bool = False
-    status: str = "ok"  # "ok", "missing" (4xx), "unreachable" (5xx, network)
+    status: str = "ok"  # "ok", "missing" (4xx), "unreachable" (5xx, network), "private_address"
 
     def allowed(self, url: str, agent: str) -> bool:
         if self.disallow_all:
@@ -77,6 +77,7 @@ class RobotsCache:
                 logger.debug("%s: %s, allowing all", url, exc)
                 return Rules(time.time(), None, status="missing")
             logger.info("%s: %s, disallowing all for now", url, exc)
-            return Rules(time.time(), None, disallow_all=True, status="unreachable")
+            return Rules(time.time(), None, disallow_all=True,
+                         status="private_address" if exc.reason == "private_address" else "unreachable")
         text = page.body[:MAX_BYTES].decode("utf-8", errors="replace")
         return Rules(time.time(), Protego.parse(text))
