@@ -102,8 +102,9 @@ def _crawl(args: argparse.Namespace, urls: list[str], env: CrawlEnv, sink: PageS
 
         texts = [o.document.text() for f in args.topic_from for o in convert(Source.from_path(f)) if o.document]
         topic = TopicClassifier.from_documents(texts)
-    runs = [(urls, args.scope or "host", topic)] if urls else \
-        [([s.url], s.scope, TopicClassifier.from_words(s.topic) if s.topic else None) for s in cfg.sites]
+    runs = [(urls, args.scope or "host", topic, None, None)] if urls else \
+        [([s.url], s.scope, TopicClassifier.from_words(s.topic) if s.topic else topic, s.max_pages, s.max_depth)
+         for s in cfg.sites]
     if not runs:
         print("deskdex: no URL given and no crawl configured (deskdex crawl add URL)", file=sys.stderr)
         return 2
@@ -111,9 +112,10 @@ def _crawl(args: argparse.Namespace, urls: list[str], env: CrawlEnv, sink: PageS
                           allow_private=args.allow_private or cfg["allow_private_addresses"])
     progress = _progress if sys.stderr.isatty() else None
     total = CrawlStats()
-    for seeds, scope, t in runs:
-        settings = CrawlSettings(seeds=seeds, scope=scope, max_pages=args.max_pages or cfg["max_pages"],
-                                 limits=Limits(max_depth=args.max_depth if args.max_depth is not None else cfg["max_depth"]),
+    for seeds, scope, t, site_pages, site_depth in runs:
+        depth = _first(args.max_depth, site_depth, cfg["max_depth"])
+        settings = CrawlSettings(seeds=seeds, scope=scope, max_pages=_first(args.max_pages, site_pages, cfg["max_pages"]),
+                                 limits=Limits(max_depth=depth),
                                  delay=args.delay if args.delay is not None else cfg["delay"], fetch=fetch, topic=t,
                                  shard=(i, n))
         stats, _ = crawl(settings, sink, progress)
@@ -130,6 +132,10 @@ def _crawl(args: argparse.Namespace, urls: list[str], env: CrawlEnv, sink: PageS
         for reason, k in t.failed.most_common():
             print(f"  failed ({reason}): {k}")
     return 0
+
+
+def _first(*values: Any) -> Any:
+    return next(v for v in values if v is not None)
 
 
 def _progress(stats: CrawlStats) -> None:

@@ -56,7 +56,7 @@ def estimate_rate(intervals: Sequence[float], changed: Sequence[bool]) -> float:
         for (i, c), w in zip(obs, weights):
             if c:
                 x = rate * i
-                s += w * (i / math.expm1(x) if x > 1e-12 else 1 / rate)
+                s += w * (0.0 if x > 700 else i / math.expm1(x) if x > 1e-12 else 1 / rate)
             else:
                 s -= w * i
         return s
