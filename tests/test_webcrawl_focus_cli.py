@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))  # the test site module lives beside the tests
+
 import argparse
 import json
 import tomllib
