@@ -1,0 +1,152 @@
+"""The frontier: one priority queue per site, a politeness clock per site, and a seen-set.
+
+A site is handed to one worker at a time and comes back ``delay`` seconds after its last request
+ended, so a site never sees two requests closer than its delay (the notes' politeness policy),
+while other sites are fetched meanwhile. Traps (calendars, session ids, endless query variants)
+are bounded by depth, URL length, a per-site page cap and a cap on query variants per path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from .urls import site_of
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Request:
+    url: str
+    depth: int = 0
+    priority: float = 0.5  # higher first within a site
+    kind: str = "page"  # "page", "sitemap", "feed", "revisit"
+    retries: int = 0
+    off_topic_run: int = 0  # how many off-topic pages lead here (focused crawling)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_depth: int = 5
+    max_url_length: int = 512
+    max_pages_per_site: int = 1000
+    max_query_variants: int = 50  # distinct queries under one path
+
+
+@dataclass
+class _Site:
+    queue: list[tuple[float, int, int, Request]] = field(default_factory=list)
+    ready_at: float = 0.0
+    busy: bool = False
+    taken: int = 0
+    delay: float = 1.0
+
+
+class Frontier:
+    def __init__(self, limits: Limits = Limits(), delay: float = 1.0) -> None:
+        self.limits = limits
+        self.delay = delay
+        self.seen: set[str] = set()
+        self.rejected: Counter[str] = Counter()  # reason -> URLs not queued
+        self._sites: dict[str, _Site] = {}
+        self._ready: list[tuple[float, int, str]] = []  # (ready_at, seq, site) for idle sites with work
+        self._seq = itertools.count()
+        self._variants: Counter[tuple[str, str]] = Counter()
+        self._wake = asyncio.Event()
+        self.in_flight = 0
+
+    def site(self, name: str) -> _Site:
+        s = self._sites.get(name)
+        if s is None:
+            s = self._sites[name] = _Site(delay=self.delay)
+        return s
+
+    def set_delay(self, site: str, delay: float) -> None:
+        self.site(site).delay = max(self.delay, delay)
+
+    def add(self, req: Request, force: bool = False) -> bool:
+        """Queue ``req`` unless seen or past a trap bound; ``force`` re-queues a retry or a sitemap."""
+        reason = None if force else self._check(req)
+        if reason:
+            self.rejected[reason] += 1
+            return False
+        self.seen.add(req.url)
+        name = site_of(req.url)
+        s = self.site(name)
+        was_empty = not s.queue
+        heapq.heappush(s.queue, (-req.priority, req.depth, next(self._seq), req))
+        if was_empty and not s.busy:
+            heapq.heappush(self._ready, (s.ready_at, next(self._seq), name))
+        self._wake.set()
+        return True
+
+    def _check(self, req: Request) -> str | None:
+        if req.url in self.seen:
+            return "seen"
+        if req.depth > self.limits.max_depth:
+            return "too_deep"
+        if len(req.url) > self.limits.max_url_length:
+            return "url_too_long"
+        s = self.site(site_of(req.url))
+        if req.kind == "page" and s.taken + len(s.queue) >= self.limits.max_pages_per_site:
+            return "site_cap"
+        parts = urlsplit(req.url)
+        if parts.query:
+            key = (parts.netloc, parts.path)
+            if self._variants[key] >= self.limits.max_query_variants:
+                return "query_variants"
+            self._variants[key] += 1
+        return None
+
+    async def get(self) -> Request | None:
+        """The next request whose site is due, waiting for politeness; None when the crawl is done."""
+        while True:
+            if self._ready:
+                ready_at, _, name = self._ready[0]
+                wait = ready_at - time.monotonic()
+                if wait <= 0:
+                    heapq.heappop(self._ready)
+                    s = self._sites[name]
+                    _, _, _, req = heapq.heappop(s.queue)
+                    s.busy = True
+                    s.taken += 1
+                    self.in_flight += 1
+                    return req
+            elif self.in_flight == 0:
+                self._wake.set()  # let every other waiting worker see the end too
+                return None
+            else:
+                wait = 3600.0
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=wait)
+            except TimeoutError:
+                pass
+
+    def release(self, req: Request, backoff: float = 0.0) -> None:
+        """The request for ``req`` ended; its site may be asked again after its delay (or ``backoff``)."""
+        name = site_of(req.url)
+        s = self._sites[name]
+        s.busy = False
+        s.ready_at = time.monotonic() + max(s.delay, backoff)
+        self.in_flight -= 1
+        if s.queue:
+            heapq.heappush(self._ready, (s.ready_at, next(self._seq), name))
+        self._wake.set()
+
+    def clear(self) -> None:
+        """Drop every queued request (the crawl's budget is spent); requests in flight finish."""
+        for s in self._sites.values():
+            s.queue.clear()
+        self._ready.clear()
+        self._wake.set()
+
+    def pending(self) -> int:
+        return sum(len(s.queue) for s in self._sites.values())
