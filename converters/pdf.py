@@ -107,9 +107,9 @@ def _catalog_language(pdf: object) -> str:
     n = raw.FPDFCatalog_GetLanguage(pdf, None, 0)
     if n <= 2:
         return ""
-    buf = ctypes.create_string_buffer(n)
+    buf = (ctypes.c_ushort * (n // 2))()  # UTF-16LE with a terminating NUL
     raw.FPDFCatalog_GetLanguage(pdf, buf, n)
-    return buf.raw[: n - 2].decode("utf-16-le", "replace").strip()
+    return bytes(buf)[: n - 2].decode("utf-16-le", "replace").strip()
 
 
 def _bookmarks(pdf: object) -> dict[int, list[tuple[int, str]]]:
