@@ -36,7 +36,14 @@ def convert(source: Source, mime: str) -> Document:
     with warnings.catch_warnings():  # openpyxl warns about every extension it does not read
         warnings.simplefilter("ignore")
         try:
-            wb = load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
+            try:
+                wb = load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
+            except KeyError as exc:
+                if "sharedStrings.xml" not in str(exc):
+                    raise
+                # Writers that use only inline strings may still list a shared-strings part.
+                wb = load_workbook(io.BytesIO(_with_shared_strings(data, str(exc))), read_only=True,
+                                   data_only=True, keep_links=False)
         except Exception as exc:  # openpyxl raises KeyError, ValueError, TypeError, zip and XML errors
             raise CorruptFile(f"not a readable Excel workbook: {type(exc).__name__}: {exc}") from exc
         try:
@@ -54,6 +61,20 @@ def convert(source: Source, mime: str) -> Document:
             wb.close()
     doc.title = doc.meta.pop("title", "") or source.name
     return doc
+
+
+_EMPTY_SST = b'<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="0" uniqueCount="0"/>'
+
+
+def _with_shared_strings(data: bytes, error: str) -> bytes:
+    """The workbook with the empty shared-strings part it names but lacks."""
+    name = error.split("'")[1] if error.count("'") >= 2 else "xl/sharedStrings.xml"
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info, src.read(info))
+        dst.writestr(name, _EMPTY_SST)
+    return out.getvalue()
 
 
 def _sheets(doc: Document, wb: object) -> None:
