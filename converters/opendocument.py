@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Iterator
 
 from lxml import etree
 
@@ -30,6 +31,7 @@ NS = {
     "meta": "urn:oasis:names:tc:opendocument:xmlns:meta:1.0",
     "dc": "http://purl.org/dc/elements/1.1/",
     "xlink": "http://www.w3.org/1999/xlink",
+    "svg": "urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0",
 }
 _SPACE = re.compile(r"\s+")
 MAX_CELLS = 200_000  # td blocks per document; a sheet of numbers past this adds little to search
@@ -54,8 +56,7 @@ NOTES = q("presentation:notes")
 SKIP = {q(n) for n in ("text:tracked-changes", "text:sequence-decls", "text:variable-decls", "text:user-field-decls",
                        "text:note-citation", "office:forms", "table:named-expressions", "office:annotation-end",
                        "draw:object", "draw:object-ole", "draw:image", "svg:title", "svg:desc",
-                       "table:database-ranges", "table:calculation-settings", "text:soft-page-break")
-        if n.split(":")[0] in NS}
+                       "table:database-ranges", "table:calculation-settings", "text:soft-page-break")}
 BOILER = {q("text:table-of-content"), q("text:alphabetical-index"), q("text:illustration-index"),
           q("text:bibliography"), q("text:table-index"), q("text:object-index"), q("text:user-index")}
 DEFERRED = {FRAME, q("draw:a"), q("office:annotation"), q("draw:custom-shape"), q("draw:g")}
@@ -179,7 +180,7 @@ class _Walker:
                 self.block(child, 0)
 
 
-def _rows(el: etree._Element):  # noqa: ANN202 - a generator of elements
+def _rows(el: etree._Element) -> Iterator[etree._Element]:
     for child in el:
         if child.tag == ROW:
             yield child

@@ -20,12 +20,13 @@ from .source import Source
 logger = logging.getLogger(__name__)
 
 _CELL, _LIST, _PARD, _INTBL = "\ue000", "\ue001", "\ue002", "\ue003"
-_HEAD0 = 0xE010  # heading level n is chr(_HEAD0 + n)
+_HEAD0, _ILVL0 = 0xE010, 0xE004  # heading level n is chr(_HEAD0 + n), list level n chr(_ILVL0 + n)
 _MARK = "{\\uc1\\u%d?}"
 _CELL_WORD = re.compile(r"\\(?:nest)?cell(?![a-zA-Z])(?: ?)")
 _LIST_WORD = re.compile(r"\\ls\d+(?![a-zA-Z0-9])(?: ?)")
 _OUTLINE_WORD = re.compile(r"\\outlinelevel(\d)(?![0-9])(?: ?)")
 _PARD_WORD = re.compile(r"\\pard(?![a-zA-Z])(?: ?)")
+_ILVL_WORD = re.compile(r"\\ilvl(\d)(?![0-9])(?: ?)")
 _INTBL_WORD = re.compile(r"\\intbl(?![a-zA-Z])(?: ?)")
 _MARKS = re.compile("([\ue000-\ue01f\n])")
 _INFO_FIELD = re.compile(r"\{\\(title|author|subject|keywords|operator|company|doccomm)\b ?((?:[^{}\\]|\\.|\\[a-z]+-?\d* ?)*)\}")
@@ -74,6 +75,7 @@ def _mark(raw: str) -> str:
     raw = _INTBL_WORD.sub(lambda _: _MARK % ord(_INTBL), raw)
     raw = _CELL_WORD.sub(lambda _: _MARK % ord(_CELL), raw)
     raw = _LIST_WORD.sub(lambda _: _MARK % ord(_LIST), raw)
+    raw = _ILVL_WORD.sub(lambda m: _MARK % (_ILVL0 + int(m.group(1))), raw)
     return _OUTLINE_WORD.sub(lambda m: _MARK % (_HEAD0 + int(m.group(1))), raw)
 
 
@@ -84,12 +86,13 @@ def _fill(doc: Document, text: str) -> None:
     inside a table (``\\intbl``) paragraphs gather into the cell until ``\\cell``.
     """
     heading: int | None = None
+    depth = 1
     in_list = in_table = False
     cell: list[str] = []
     cur: list[str] = []
     for piece in _MARKS.split(text):
         if piece == _PARD:
-            heading, in_list, in_table = None, False, False
+            heading, in_list, in_table, depth = None, False, False, 1
         elif piece == _INTBL:
             in_table = True
         elif piece == _LIST:
@@ -105,9 +108,11 @@ def _fill(doc: Document, text: str) -> None:
             elif heading is not None and heading < 9:  # level 9 is Word's "body text"
                 doc.add("h", line, level=min(heading + 1, 6))
             elif in_list:
-                doc.add("li", _BULLET.sub("", line), level=1)
+                doc.add("li", _BULLET.sub("", line), level=depth)
             else:
                 doc.add("p", line)
+        elif len(piece) == 1 and _ILVL0 <= ord(piece) < _ILVL0 + 10:
+            depth = min(ord(piece) - _ILVL0 + 1, 6)
         elif len(piece) == 1 and _HEAD0 <= ord(piece) < _HEAD0 + 10:
             heading = ord(piece) - _HEAD0
         elif piece and not "\ue000" <= piece <= "\ue01f":

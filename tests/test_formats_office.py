@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import os
 import zipfile
 from pathlib import Path
 
@@ -194,6 +193,7 @@ RTF = (r"{\rtf1\ansi\ansicpg1252\deff0\deflang1036{\fonttbl{\f0 Times;}}"
        r"\pard Le caf\'e9 est pr\u234?t.\par"
        r"{\listtext\pard\plain \'95\tab}\pard\ls1 premier point\par"
        r" second point\par"
+       r"\pard\ls1\ilvl1 sous-point\par"
        r"\pard\intbl Nom\cell Valeur\cell\row"
        r"\pard Fin.\par}")
 
@@ -208,7 +208,7 @@ def test_rtf(tmp_path: Path) -> None:
     assert doc.meta["language"] == "fr-FR"
     assert [(b.kind, b.level, b.text) for b in doc.blocks] == [
         ("h", 1, "Chapitre un"), ("p", 0, "Le café est prêt."), ("li", 1, "premier point"),
-        ("li", 1, "second point"), ("td", 0, "Nom"), ("td", 0, "Valeur"), ("p", 0, "Fin.")]
+        ("li", 1, "second point"), ("li", 2, "sous-point"), ("td", 0, "Nom"), ("td", 0, "Valeur"), ("p", 0, "Fin.")]
 
 
 def test_rtf_not_rtf() -> None:
