@@ -1,0 +1,52 @@
+"""Zip-based documents (ODF, OOXML, EPUB) opened safely: bombs and broken archives refused early.
+
+Sizes are checked from the central directory before anything is inflated; ``zipfile`` stops
+reading a member at its declared size, so a lying header cannot inflate past the check.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import zipfile
+
+from .errors import CorruptFile, HostileInput, SizeLimit
+from .limits import Limits
+
+logger = logging.getLogger(__name__)
+
+# Small members compress well (XML, repeated cells): the ratio only counts past this size.
+_RATIO_FLOOR = 16 * 1024 * 1024
+
+
+def open_zip(data: bytes, what: str, limits: Limits = Limits()) -> zipfile.ZipFile:
+    """The archive, after checking member count, member sizes and expansion ratio."""
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+        infos = zf.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
+        raise CorruptFile(f"not a readable {what} (broken zip: {exc})") from exc
+    if len(infos) > limits.members:
+        raise HostileInput(f"{what} has {len(infos)} zip members, over the limit of {limits.members}")
+    total = packed = 0
+    for info in infos:
+        if info.file_size > limits.member_bytes:
+            raise SizeLimit(f"{what} member {info.filename} inflates to {info.file_size} bytes")
+        total += info.file_size
+        packed += info.compress_size
+    if total > _RATIO_FLOOR and total > limits.expansion_ratio * max(packed, 1):
+        raise HostileInput(f"{what} inflates {total // max(packed, 1)}-fold: a zip bomb")
+    if total > limits.file_bytes:
+        raise SizeLimit(f"{what} inflates to {total} bytes, over the limit of {limits.file_bytes}")
+    return zf
+
+
+def read_member(zf: zipfile.ZipFile, name: str, what: str) -> bytes:
+    """One member's bytes; a missing or damaged member is a CorruptFile."""
+    try:
+        return zf.read(name)
+    except KeyError as exc:
+        raise CorruptFile(f"{what} has no {name}") from exc
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, ValueError) as exc:
+        # RuntimeError: encrypted member; NotImplementedError: an unknown compression method
+        raise CorruptFile(f"{what} member {name} cannot be read: {exc}") from exc
