@@ -126,7 +126,8 @@ def screenshot(name: str, widget: Any) -> Path:
     img = widget.screen().grabWindow(0).toImage()
     assert img.save(str(path))
     g = widget.frameGeometry()
-    colors = {img.pixel(x, y) for x in range(g.left() + 5, g.right() - 5, 7) for y in range(g.top() + 5, g.bottom() - 5, 7)}
+    colors = {img.pixel(x, y) for x in range(g.left() + 5, g.right() - 5, 7)
+              for y in range(g.top() + 5, g.bottom() - 5, 7)}
     assert len(colors) > 5, "the window area of the screenshot is blank"
     return path
 
@@ -145,7 +146,7 @@ def test_search_as_you_type(tray: Any, daemon: FakeDaemon) -> None:
     w = tray.search_window
     w.opener = opened.append
     assert w.isVisible()
-    QTest.keyClicks(w.box, "budget")
+    QTest.keyClicks(w.box, "budget", delay=30)  # a fast typist: events are processed between keys
     assert daemon.requests("search") == [], "searched before the debounce delay"
     wait_for(lambda: w.results.topLevelItemCount() == 2, "two results")
     # one request for the whole word: the keystrokes were debounced

@@ -119,9 +119,9 @@ class SearchWindow(QWidget):
         item.setToolTip(0, path)
         item.setData(0, HIT_ROLE, hit)
         item.setData(0, PATH_ROLE, path)
-        badge = f" <span style='color:#2a62b8'>[{copies_text(dups)}]</span>" if dups else ""
+        badge = f" <span class='copies'>[{copies_text(dups)}]</span>" if dups else ""
         item.setData(0, HTML_ROLE,
-                     f"<b>{html.escape(plain[0])}</b>{badge}<br><span style='color:#666'>{html.escape(path)}"
+                     f"<b>{html.escape(plain[0])}</b>{badge}<br><span class='path'>{html.escape(path)}"
                      f" · {date}</span><br>{snippet_html(hit.get('snippet', ''), hit.get('highlights'))}")
         if dups:
             item.setChildIndicatorPolicy(QTreeWidgetItem.ChildIndicatorPolicy.ShowIndicator)
@@ -182,9 +182,14 @@ class SearchWindow(QWidget):
 class HtmlDelegate(QStyledItemDelegate):
     """Paints an item's HTML_ROLE (bold title, grey path and date, snippet with matches in bold)."""
 
+    # muted colours only on an unselected row: on the selection colour they would be unreadable
+    PLAIN = ".path { color: #666666 } .copies { color: #2a62b8 }"
+
     def _doc(self, option: QStyleOptionViewItem, index: QModelIndex) -> QTextDocument:
         doc = QTextDocument()
         doc.setDefaultFont(option.font)
+        if not option.state & QStyle.StateFlag.State_Selected:
+            doc.setDefaultStyleSheet(self.PLAIN)
         doc.setHtml(index.data(HTML_ROLE) or html.escape(index.data() or ""))
         doc.setTextWidth(max(100, option.rect.width()))
         return doc
