@@ -26,12 +26,19 @@ from daemon.paths import Home
 from .conftest import ROOT
 
 ARTIFACTS = ROOT / "test-artifacts"
-pytest.importorskip("PySide6.QtWidgets", reason="the tray extra is not installed: pip install -e '.[tray]'")
+
+
+def need_qt() -> None:
+    try:
+        import PySide6.QtWidgets  # noqa: F401
+    except ImportError as exc:  # the extra, or a system library Qt needs (packaging/system-deps.sh)
+        pytest.skip(f"Qt cannot be imported ({exc}): pip install -e '.[tray]' and run packaging/system-deps.sh")
 
 
 @pytest.fixture(scope="session")
 def xvfb() -> Iterator[str]:
     """A private X server; Xvfb picks a free display itself (-displayfd) and writes it once it listens."""
+    need_qt()
     if not shutil.which("Xvfb"):
         pytest.skip("Xvfb is not installed (packaging/system-deps.sh installs it)")
     r, w = os.pipe()
@@ -305,6 +312,7 @@ def test_icons_show_the_state(qapp: Any) -> None:
 
 
 def test_snippet_highlight_is_escaped() -> None:
+    need_qt()
     from daemon.tray.search_window import snippet_html
 
     assert snippet_html("a <b> budget & more", [[6, 12], [8, 10]]) == "a &lt;b&gt; <b>budget</b> &amp; more"
