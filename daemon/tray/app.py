@@ -1,0 +1,169 @@
+"""The tray icon and its menu: the daemon's state in the icon (idle, indexing with progress, paused, error)
+and Search…, Pause/Resume indexing, Watched folders…, Status, Quit.
+
+Where no system tray exists (a bare X server, some Wayland desktops) the icon cannot show: the search window
+opens instead, and closing it quits."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QApplication, QMenu, QMessageBox, QSystemTrayIcon
+
+from . import icons
+from .caller import Caller
+from .folders_window import FoldersWindow
+from .link import DaemonError
+from .search_window import SearchWindow
+
+logger = logging.getLogger(__name__)
+
+POLL_MS = 2000
+
+
+def describe(status: dict[str, Any]) -> str:
+    """One line for the menu and the tooltip."""
+    state = status.get("state", "idle")
+    docs = f"{int(status.get('documents') or 0):,} documents"
+    if state in ("indexing", "scanning"):
+        return f"Indexing: {int(status.get('queue') or 0):,} to go, {docs}"
+    return f"{state.capitalize()}: {docs}" + (f", {status['failed']:,} failed" if status.get("failed") else "")
+
+
+def progress(status: dict[str, Any]) -> float | None:
+    done, queue = int(status.get("documents") or 0), int(status.get("queue") or 0)
+    return done / (done + queue) if done + queue else None
+
+
+class TrayApp(QObject):
+    def __init__(self, socket_path: str, poll_ms: int = POLL_MS, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.caller = Caller(socket_path, self)
+        self.search_window = SearchWindow(self.caller)
+        self.folders_window = FoldersWindow(self.caller)
+        self.status: dict[str, Any] = {}
+        self.state = "error"
+        self.error: str | None = "waiting for the daemon"
+        self.status_box: QMessageBox | None = None
+
+        self.menu = QMenu()
+        self.state_action = self.menu.addAction("Connecting to the daemon…")
+        self.state_action.setEnabled(False)
+        self.menu.addSeparator()
+        self.search_action = self._add("Search…", self.show_search)
+        self.pause_action = self._add("Pause indexing", self.toggle_pause)
+        self.folders_action = self._add("Watched folders…", self.show_folders)
+        self.status_action = self._add("Status", self.show_status)
+        self.menu.addSeparator()
+        self.quit_action = self._add("Quit", self.quit)
+
+        self.tray = QSystemTrayIcon(icons.icon("error"), self)
+        self.tray.setContextMenu(self.menu)
+        self.tray.activated.connect(self._activated)
+        self.timer = QTimer(self, interval=poll_ms)
+        self.timer.timeout.connect(self.poll)
+
+    def _add(self, text: str, slot: Any) -> QAction:
+        action = self.menu.addAction(text)
+        action.triggered.connect(slot)
+        return action
+
+    def start(self) -> None:
+        self.tray.show()
+        self.poll()
+        self.timer.start()
+
+    # -- state
+    def poll(self) -> None:
+        self.caller.request("status", self._update, self._unreachable)
+
+    def _update(self, status: dict[str, Any]) -> None:
+        self.status, self.error = status, None
+        self.state = str(status.get("state", "idle"))
+        self._render(describe(status))
+
+    def _unreachable(self, error: DaemonError) -> None:
+        self.state, self.error = "error", str(error)
+        self._render(f"Error: {error}")
+
+    def _render(self, line: str) -> None:
+        self.tray.setIcon(icons.icon(self.state, progress(self.status) if self.state == "indexing" else None))
+        self.tray.setToolTip(f"deskdex\n{line}")
+        self.state_action.setText(line)
+        self.pause_action.setText("Resume indexing" if self.state == "paused" else "Pause indexing")
+        self.pause_action.setEnabled(self.error is None)
+
+    # -- menu actions
+    def show_search(self) -> None:
+        _raise(self.search_window)
+
+    def show_folders(self) -> None:
+        _raise(self.folders_window)
+
+    def toggle_pause(self) -> None:
+        op = "resume" if self.state == "paused" else "pause"
+        self.caller.request(op, lambda r: self._update({**self.status, **r}), self._unreachable)
+
+    def show_status(self) -> None:
+        s = self.status
+        if self.error:
+            text = self.error
+        else:
+            reasons = ", ".join(f"{k} {v}" for k, v in sorted((s.get("failed_by_reason") or {}).items()))
+            text = "\n".join([describe(s), f"Queue: {s.get('queue', 0)}", f"Failed: {s.get('failed', 0)}"
+                              + (f" ({reasons})" if reasons else ""),
+                              "Folders: " + (", ".join(s.get("folders") or []) or "none"),
+                              *(s.get("notes") or [])])
+        if self.status_box is None:  # not modal: the tray keeps updating behind it
+            self.status_box = QMessageBox(QMessageBox.Icon.Information, "deskdex status", "")
+            self.status_box.setModal(False)
+        self.status_box.setText(text)
+        _raise(self.status_box)
+
+    def _activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
+        if reason == QSystemTrayIcon.ActivationReason.Trigger:  # a left click
+            self.show_search()
+
+    def quit(self) -> None:
+        self.close()
+        QApplication.quit()
+
+    def close(self) -> None:
+        self.timer.stop()
+        self.tray.hide()
+        for w in (self.search_window, self.folders_window, self.status_box):
+            if w is not None:
+                w.close()
+        self.caller.close()
+
+
+def _raise(w: Any) -> None:
+    w.show()
+    w.raise_()
+    w.activateWindow()
+
+
+def run(socket_path: str) -> int:
+    """The ``deskdex tray`` process: the icon until Quit (or the search window, where there is no tray)."""
+    app = QApplication.instance() or QApplication(["deskdex"])
+    app.setApplicationName("deskdex")
+    tray = TrayApp(socket_path)
+    if QSystemTrayIcon.isSystemTrayAvailable():
+        app.setQuitOnLastWindowClosed(False)  # closing a window must not end the tray
+    else:
+        logger.warning("no system tray on this desktop: showing the search window instead")
+        tray.show_search()
+    tray.start()
+    # Qt's loop never returns to Python on its own: a timer lets Ctrl-C and SIGTERM be handled
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: tray.quit())
+    wake = QTimer(interval=250)
+    wake.timeout.connect(lambda: None)
+    wake.start()
+    code = app.exec()
+    tray.close()
+    return code
