@@ -105,7 +105,31 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Index the configured folders (default: Documents, else home), then stay up. Ctrl-C stops.")
     s.add_argument("--once", action="store_true", help="exit after the first full index")
     s.set_defaults(func=cmd_daemon)
+
+    from webcrawl.cli import add_commands as add_crawl
+
+    from .tray import add_command as add_tray
+
+    add_crawl(sub, common, _crawl_env)
+    add_tray(sub, common)
     return p
+
+
+def _crawl_env(args: argparse.Namespace) -> Any:
+    from webcrawl.cli import CrawlEnv
+
+    home = _home(args).ensure()
+
+    def open_sink() -> Any:
+        from index import Collection
+
+        from . import config
+        from .websink import IndexSink
+
+        return IndexSink(Collection.open(home.data_dir, writable=True), config.load(home).limits)
+
+    return CrawlEnv(config_path=home.config_file, state_path=os.path.join(home.data_dir, "crawl-state.json"),
+                    open_sink=open_sink)
 
 
 def _home(args: argparse.Namespace) -> Home:

@@ -73,6 +73,7 @@ def load(home: Home, overrides: dict[str, Any] | None = None) -> Config:
                 data = tomllib.load(f)
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"{path}: {exc}") from exc
+        data.pop("crawl", None)  # the [crawl] table belongs to webcrawl/config.py, which checks it
         unknown = set(data) - set(DEFAULTS)
         if unknown:
             raise ConfigError(f"{path}: unknown setting(s): {', '.join(sorted(unknown))}")
@@ -93,7 +94,7 @@ def save(home: Home, updates: dict[str, Any]) -> None:
     if os.path.exists(path):
         with open(path, "rb") as f:
             data = tomllib.load(f)
-    unknown = set(updates) - set(DEFAULTS)
+    unknown = set(updates) - set(DEFAULTS) - {"crawl"}
     if unknown:
         raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
     data.update(updates)

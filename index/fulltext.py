@@ -21,10 +21,10 @@ if TYPE_CHECKING:
 
     from .store import Row
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 TEXT = "words"  # lower-cased, accent-folded, English-stemmed words
 PATH = "pathwords"  # the same without stemming, for file names and folders
-FIELD_BOOSTS = {"title": 4.0, "headings": 2.0, "path": 1.5, "author": 1.5, "body": 1.0, "boiler": 0.3}
+FIELD_BOOSTS = {"title": 4.0, "headings": 2.0, "anchors": 2.0, "path": 1.5, "author": 1.5, "body": 1.0, "boiler": 0.3}
 DEFAULT_FIELDS = list(FIELD_BOOSTS)
 
 
@@ -36,6 +36,7 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("body", stored=False, tokenizer_name=TEXT)
     sb.add_text_field("boiler", stored=False, tokenizer_name=TEXT)
     sb.add_text_field("author", stored=True, tokenizer_name=TEXT)
+    sb.add_text_field("anchors", stored=False, tokenizer_name=TEXT)  # text of links pointing here (web)
     # Chinese, Japanese and Korean have no spaces: their runs are indexed as character bigrams
     # (phrase-searchable) and single characters, as Lucene's CJK analyzer does.
     sb.add_text_field("cjk", stored=False, tokenizer_name="whitespace")
@@ -136,6 +137,8 @@ def to_fields(row: "Row", doc: "Document | None") -> tantivy.Document:
             fields["headings"] = heads
         if doc.meta.get("author"):
             fields["author"] = doc.meta["author"]
+        if doc.meta.get("anchors"):
+            fields["anchors"] = doc.meta["anchors"]
         bi, uni = cjk_grams(doc.title + "\n" + fields["body"] + "\n" + boiler)  # type: ignore[operator]
         if uni:
             fields["cjk"], fields["cjk1"] = bi, uni

@@ -23,7 +23,7 @@ from converters.errors import QueryError
 from . import fulltext
 
 Occur = tantivy.Occur
-TEXT_FIELDS = ("title", "headings", "body", "boiler", "author", "path")
+TEXT_FIELDS = ("title", "headings", "anchors", "body", "boiler", "author", "path")
 
 # `type:` groups of MIME types (documented in docs/search.md).
 TYPE_GROUPS: dict[str, tuple[str, ...]] = {
