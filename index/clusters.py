@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from typing import Iterable
+
 from .sqlutil import create
 
 logger = logging.getLogger(__name__)
