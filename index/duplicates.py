@@ -27,8 +27,8 @@ from .sqlutil import atomic
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_K = 3
-DEFAULT_MIN_SIMILARITY = 0.5
+DEFAULT_K = 4  # chosen from benchmarks/dups_quality.py: see docs/duplicates.md
+DEFAULT_MIN_SIMILARITY = 0.5  # share of winnowed 5-gram fingerprints in common
 
 
 @dataclass(frozen=True, slots=True)
