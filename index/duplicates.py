@@ -1,0 +1,173 @@
+"""Exact and near-duplicate detection: the one class the pipeline calls.
+
+For each document: the text checksum (exact copies, whatever the format), a simhash of its main
+text (no boilerplate) in permuted tables, and winnowed word 5-gram fingerprints. Two documents
+are near-duplicates when their simhashes are within ``k`` bits *and* they share at least
+``min_similarity`` of their fingerprints: simhash finds candidates fast, the fingerprints confirm
+them, so pages that share a template but not their text are not merged. Clusters are transitive.
+
+Every method runs in a SAVEPOINT: atomic on its own, and part of the caller's transaction when
+there is one (wrap a batch of ``add`` calls in one transaction: much faster than autocommit).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import fingerprints as fpr
+from .checksums import bytes_checksum, normalise
+from .clusters import Changes, Clusters, UnionFind
+from .neardup import MemoryTables, SqliteTables
+from .simhash import MIN_WORDS, simhash
+from .sqlutil import atomic
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_K = 4  # chosen from benchmarks/dups_quality.py: see docs/duplicates.md
+DEFAULT_MIN_SIMILARITY = 0.5  # share of winnowed 5-gram fingerprints in common
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeSet:
+    """Documents whose cluster id changed (``changed``: doc -> new id) and documents gone."""
+
+    changed: dict[int, int] = field(default_factory=dict)
+    removed: frozenset[int] = frozenset()
+
+    @classmethod
+    def of(cls, changes: Changes) -> "ChangeSet":
+        return cls({d: n for d, (_, n) in changes.items() if n is not None},
+                   frozenset(d for d, (_, n) in changes.items() if n is None))
+
+    @property
+    def docs(self) -> set[int]:
+        """Every document to update elsewhere (re-index with its new cluster, or delete)."""
+        return set(self.changed) | set(self.removed)
+
+
+class DuplicateIndex:
+    def __init__(self, conn: sqlite3.Connection, k: int = DEFAULT_K,
+                 min_similarity: float = DEFAULT_MIN_SIMILARITY, blocks: int | None = None,
+                 min_words: int = MIN_WORDS) -> None:
+        self.db = conn
+        self.k, self.min_similarity, self.min_words = k, min_similarity, min_words
+        with atomic(self.db):
+            conn.execute("CREATE TABLE IF NOT EXISTS dup_docs(doc INTEGER PRIMARY KEY, "
+                         "text_sum TEXT, fps BLOB)")
+            self.tables = SqliteTables(conn, k, blocks)
+            self.clusters_ = Clusters(conn)
+            params = f"{k}/{min_similarity}"
+            row = conn.execute("SELECT value FROM dup_meta WHERE key='params'").fetchone()
+            conn.execute("INSERT OR REPLACE INTO dup_meta VALUES('params', ?)", (params,))
+        # The edges depend on the thresholds: new thresholds, new edges (the caller re-indexes
+        # ``self.rebuilt.docs``).
+        self.rebuilt = self.rebuild() if row is not None and row[0] != params else ChangeSet()
+
+    # -- one document ----------------------------------------------------------------------
+    def add(self, doc_id: int, text: str, boilerplate: str = "", text_sum: str | None = None) -> ChangeSet:
+        """Add or replace a document: ``text`` its main content, ``boilerplate`` the rest.
+        ``text_sum`` is the catalog's text checksum, computed here when not given."""
+        group, fp, fps = self._features(text, boilerplate, text_sum)
+        with atomic(self.db):
+            self.tables.remove(doc_id)
+            self.db.execute("DELETE FROM dup_docs WHERE doc=?", (doc_id,))
+            near = [d for d, _ in self._confirm(fp, fps, exclude=doc_id)]
+            self.db.execute("INSERT INTO dup_docs VALUES(?,?,?)", (doc_id, group, fpr.to_blob(fps)))
+            if fp is not None:
+                self.tables.add(doc_id, fp)
+            return ChangeSet.of(self.clusters_.add(doc_id, near, group))
+
+    def remove(self, doc_id: int) -> ChangeSet:
+        with atomic(self.db):
+            self.tables.remove(doc_id)
+            self.db.execute("DELETE FROM dup_docs WHERE doc=?", (doc_id,))
+            return ChangeSet.of(self.clusters_.remove(doc_id))
+
+    def cluster_of(self, doc_id: int) -> int | None:
+        """The cluster id (smallest doc id of the cluster; the doc's own id when alone)."""
+        return self.clusters_.cluster_of(doc_id)
+
+    def near(self, text: str, boilerplate: str = "", text_sum: str | None = None) -> list[tuple[int, float]]:
+        """Search: (doc_id, similarity 0..1) of the stored near-duplicates and exact copies of a
+        text that need not be indexed itself, most similar first."""
+        group, fp, fps = self._features(text, boilerplate, text_sum)
+        found = dict(self._confirm(fp, fps))
+        if group is not None:
+            for (d,) in self.db.execute("SELECT doc FROM dup_docs WHERE text_sum=?", (group,)):
+                found[d] = 1.0
+        return sorted(found.items(), key=lambda x: (-x[1], x[0]))
+
+    def similar(self, doc_id: int) -> list[tuple[int, float]]:
+        """The near-duplicates of a stored document (itself left out), most similar first."""
+        row = self.db.execute("SELECT text_sum, fps FROM dup_docs WHERE doc=?", (doc_id,)).fetchone()
+        if row is None:
+            return []
+        found = dict(self._confirm(self.tables.get(doc_id), fpr.from_blob(row[1]), exclude=doc_id))
+        if row[0] is not None:
+            q = "SELECT doc FROM dup_docs WHERE text_sum=? AND doc<>?"
+            found.update((d, 1.0) for (d,) in self.db.execute(q, (row[0], doc_id)))
+        return sorted(found.items(), key=lambda x: (-x[1], x[0]))
+
+    def clusters(self) -> list[list[int]]:
+        """Every cluster of two or more documents, largest first."""
+        return self.clusters_.clusters()
+
+    # -- internals -------------------------------------------------------------------------
+    def _features(self, text: str, boilerplate: str,
+                  text_sum: str | None) -> tuple[str | None, int | None, np.ndarray]:
+        # The exact key covers the whole text, as the catalog's checksum does; an empty text
+        # has no key, or every empty file would be one cluster.
+        norm = normalise(text + "\n" + boilerplate)
+        group = (text_sum or bytes_checksum(norm.encode("utf-8"))) if norm else None
+        fp = simhash(text, self.min_words)
+        fps = fpr.fingerprints(text) if fp is not None else fpr.EMPTY
+        return group, fp, fps
+
+    def _confirm(self, fp: int | None, fps: np.ndarray, exclude: int | None = None) -> list[tuple[int, float]]:
+        """Simhash candidates within k whose fingerprint similarity reaches the threshold."""
+        if fp is None:
+            return []
+        out = []
+        for other, _dist in self.tables.search(fp):
+            if other == exclude:
+                continue
+            row = self.db.execute("SELECT fps FROM dup_docs WHERE doc=?", (other,)).fetchone()
+            sim = fpr.similarity(fps, fpr.from_blob(row[0] if row else None))
+            if sim >= self.min_similarity:
+                out.append((other, sim))
+        return out
+
+    # -- whole collection ------------------------------------------------------------------
+    def rebuild(self) -> ChangeSet:
+        """Discovery from scratch (in-memory permuted tables over every stored simhash): all
+        near-duplicate edges recomputed and every cluster reassigned."""
+        with atomic(self.db):
+            rows = self.db.execute("SELECT doc, fp FROM dup_simhash ORDER BY doc").fetchall()
+            docs = np.array([r[0] for r in rows], dtype=np.int64)
+            fps = np.array([r[1] for r in rows], dtype=np.int64).view(np.uint64)
+            blobs = dict(self.db.execute("SELECT doc, fps FROM dup_docs"))
+            edges = []
+            for i, j in MemoryTables(fps, self.k).pairs().tolist():
+                a, b = int(docs[i]), int(docs[j])
+                if fpr.similarity(fpr.from_blob(blobs.get(a)), fpr.from_blob(blobs.get(b))) >= self.min_similarity:
+                    edges.append((a, b))
+            before = dict(self.db.execute("SELECT doc, cluster FROM dup_cluster"))
+            uf = UnionFind(before)
+            for a, b in edges:
+                uf.union(a, b)
+            first: dict[str, int] = {}
+            for d, grp in self.db.execute("SELECT doc, grp FROM dup_cluster"):
+                if grp is not None:
+                    uf.union(first.setdefault(grp, d), d)
+            self.db.execute("DELETE FROM dup_edges")
+            self.db.executemany("INSERT OR IGNORE INTO dup_edges VALUES(?,?)", edges)
+            changed = {d: uf.find(d) for d in before if uf.find(d) != before[d]}
+            self.db.executemany("UPDATE dup_cluster SET cluster=? WHERE doc=?",
+                                ((c, d) for d, c in changed.items()))
+        logger.info("duplicate clusters rebuilt: %d edges, %d documents changed cluster",
+                    len(edges), len(changed))
+        return ChangeSet(changed)

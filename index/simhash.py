@@ -1,0 +1,79 @@
+"""Simhash, exactly as the lecture notes give it (Charikar's fingerprint):
+
+1. the document becomes a set of features with weights: its words, weighted by their frequency;
+2. each word gets a b-bit hash (b = 64; xxh3, stable across runs and machines);
+3. a b-dimensional vector V: for every word, add its weight to component i where bit i of its
+   hash is 1, subtract it where the bit is 0;
+4. the fingerprint has bit i set where component i of V is positive.
+
+Two texts whose word vectors are close in cosine similarity get fingerprints a small Hamming
+distance apart. Texts with too little to go on get no simhash at all (``None``): a short text,
+one made only of numbers, or one whose every word is boilerplate would otherwise land close to
+each other and to everything else built from the same few words.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+import numpy as np
+import xxhash
+
+from .checksums import normalise
+
+logger = logging.getLogger(__name__)
+
+BITS = 64
+MIN_WORDS = 20  # fewer content words than this: no simhash (measured in docs/duplicates.md)
+_SHIFTS = np.arange(BITS, dtype=np.uint64)
+_MASK64 = (1 << BITS) - 1
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text`` as the checksum sees them (NFKC, case-folded, ``\\w+``)."""
+    return normalise(text).split()
+
+
+def content_words(text: str) -> list[str]:
+    """Words that say what a text is about: numbers alone (page numbers, dates, table cells)
+    do not, so they are left out of the weight vector and of the length test."""
+    return [w for w in words(text) if not w.isdigit()]
+
+
+def word_hash(word: str) -> int:
+    return xxhash.xxh3_64_intdigest(word.encode("utf-8"))
+
+
+def simhash(text: str, min_words: int = MIN_WORDS) -> int | None:
+    """The 64-bit simhash of ``text`` (main content only: leave boilerplate out), or None
+    when the text has fewer than ``min_words`` content words."""
+    ws = content_words(text)
+    if len(ws) < min_words:
+        return None
+    return simhash_of_counts(Counter(ws))
+
+
+def simhash_of_counts(counts: Counter[str] | dict[str, int]) -> int:
+    """Steps 2-4 of the procedure over ``{word: weight}``; vectorised over the unique words."""
+    hashes = np.fromiter((word_hash(w) for w in counts), dtype=np.uint64, count=len(counts))
+    weights = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+    bits = (hashes[:, None] >> _SHIFTS) & np.uint64(1)  # (words, 64): bit i of each hash
+    # +weight where the bit is 1, -weight where it is 0, summed over words: the vector V.
+    v = weights @ (bits.astype(np.float64) * 2.0 - 1.0)
+    positive = (v > 0).astype(np.uint64)
+    return int(np.bitwise_or.reduce(positive << _SHIFTS))
+
+
+def distance(a: int, b: int) -> int:
+    """Hamming distance between two fingerprints."""
+    return ((a ^ b) & _MASK64).bit_count()
+
+
+def to_signed(fp: int) -> int:
+    """A 64-bit fingerprint as SQLite's signed INTEGER."""
+    return fp - (1 << BITS) if fp >= 1 << (BITS - 1) else fp
+
+
+def to_unsigned(value: int) -> int:
+    return value & _MASK64

@@ -1,0 +1,27 @@
+"""SQLite helpers for the duplicate tables, which live in the caller's catalog connection."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import contextmanager
+from typing import Iterator
+
+
+def create(conn: sqlite3.Connection, script: str) -> None:
+    """Run DDL one statement at a time: ``executescript`` would commit the caller's transaction."""
+    for stmt in script.split(";"):
+        if stmt.strip():
+            conn.execute(stmt)
+
+
+@contextmanager
+def atomic(conn: sqlite3.Connection) -> Iterator[None]:
+    """A SAVEPOINT: atomic on its own, nested inside the caller's transaction when there is one."""
+    conn.execute("SAVEPOINT dup")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK TO dup")
+        conn.execute("RELEASE dup")
+        raise
+    conn.execute("RELEASE dup")

@@ -1,0 +1,131 @@
+"""DuplicateIndex, the facade the pipeline calls, on a real SQLite file."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import pytest
+
+from index.checksums import text_checksum
+from index.duplicates import DuplicateIndex
+
+VOCAB = [f"{a}{b}" for a in ("ka", "lo", "mi", "ne", "su", "ta", "ve", "zo", "pa", "ri")
+         for b in ("ran", "del", "mos", "tik", "bor", "fen", "gul", "hap", "jor", "wex", "yil", "cos")]
+
+
+def prose(n: int, seed: int) -> str:
+    rng = random.Random(seed)
+    sentences = []
+    while sum(len(s.split()) for s in sentences) < n:
+        sentences.append(" ".join(rng.choice(VOCAB) for _ in range(rng.randint(6, 14))).capitalize() + ".")
+    return "\n".join(sentences)
+
+
+@pytest.fixture
+def conn(tmp_path):
+    c = sqlite3.connect(tmp_path / "catalog.db", isolation_level=None)
+    yield c
+    c.close()
+
+
+def test_edits_cluster_and_other_texts_do_not(conn):
+    dx = DuplicateIndex(conn)
+    a = prose(600, 1)
+    dx.add(1, a)
+    dx.add(2, "Draft of 3 May 2024, printed by Ann\n" + a)  # a header added
+    dx.add(3, a.replace("Ka", "Lo", 2) + "\nOne more closing sentence here.")  # small edits
+    dx.add(4, prose(600, 2))
+    assert dx.clusters() == [[1, 2, 3]]
+    assert dx.cluster_of(4) == 4
+    sims = dict(dx.similar(1))
+    assert set(sims) == {2, 3} and all(0.8 < s <= 1.0 for s in sims.values())
+
+
+def test_exact_copies_in_other_formats_cluster(conn):
+    dx = DuplicateIndex(conn)
+    text = prose(300, 3)
+    dx.add(1, text)
+    dx.add(2, text.upper().replace("\n", "  "))  # same words after normalisation: as PDF vs DOCX
+    dx.add(3, "tiny note", text_sum=text_checksum("tiny note"))
+    dx.add(4, "Tiny   NOTE")  # exact copy of a short text: exact checksum only
+    assert dx.clusters() == [[1, 2], [3, 4]]
+    assert dx.near(text)[:2] == [(1, 1.0), (2, 1.0)]
+
+
+def test_short_numeric_empty_and_boilerplate_only_never_near_cluster(conn):
+    dx = DuplicateIndex(conn)
+    nav = prose(200, 9)  # a site's navigation: lots of words, all boilerplate
+    docs = {
+        1: ("", ""), 2: ("", ""),  # empty: not even an exact cluster
+        3: ("hello", ""), 4: ("hello world", ""),
+        5: (" ".join(str(i) for i in range(400)), ""),
+        6: (" ".join(str(i * 7) for i in range(400)), ""),
+        7: ("", nav + "\nHome"), 8: ("", nav + "\nAbout"),  # same template, no content
+        9: ("Short page one.", nav), 10: ("Short page two.", nav),
+        11: (prose(300, 10), ""),
+    }
+    for d, (main, boiler) in docs.items():
+        dx.add(d, main, boiler)
+    assert dx.clusters() == []
+    assert dx.near("") == [] and dx.near("hello there") == []
+
+
+def test_template_pages_with_different_content_stay_apart(conn):
+    """Pages whose template was not recognised as boilerplate (a third of their words): simhash
+    alone would merge some, the fingerprints see how little text they really share. (A template
+    of three quarters of the words does merge at the default threshold: docs/duplicates.md.)"""
+    dx = DuplicateIndex(conn, k=10)  # a wide simhash net, so the fingerprints must do the work
+    template = prose(200, 20)
+    for d in range(1, 9):
+        dx.add(d, template + "\n" + prose(400, 100 + d))
+    assert dx.tables.search(dx.tables.get(1))[1:], "simhash alone finds the template pages close"
+    assert dx.clusters() == []
+
+
+def test_changed_document_keeps_no_stale_membership(conn):
+    dx = DuplicateIndex(conn)
+    a, b = prose(500, 30), prose(500, 31)
+    dx.add(1, a)
+    dx.add(2, a + "\nA last line.")
+    dx.add(3, b)
+    assert dx.clusters() == [[1, 2]]
+    ch = dx.add(2, b + "\nA last line.")  # document 2 was edited into a copy of 3
+    assert dx.clusters() == [[2, 3]]
+    assert ch.changed == {2: 2, 3: 2}
+    ch = dx.add(2, prose(500, 32))  # and then into something new
+    assert dx.clusters() == [] and ch.changed == {3: 3}
+    assert dx.near(a) == [(1, 1.0)]
+
+
+def test_bridge_removal_splits_and_reports(conn):
+    dx = DuplicateIndex(conn, k=6, min_similarity=0.6)
+    base = prose(1200, 40).split("\n")
+    n = len(base)
+    left = "\n".join(base[:int(n * 0.7)] + [prose(60, 41)])  # 65% in common with base,
+    right = "\n".join([prose(60, 42)] + base[int(n * 0.3):])  # this too, but 36% with left
+    dx.add(10, left)
+    dx.add(20, right)
+    assert dx.clusters() == []
+    dx.add(5, "\n".join(base))  # shares most of its text with each
+    assert dx.clusters() == [[5, 10, 20]]
+    ch = dx.remove(5)
+    assert dx.clusters() == [] and ch.removed == {5} and ch.changed == {10: 10, 20: 20}
+
+
+def test_persisted_and_rebuilt_on_new_thresholds(tmp_path):
+    path = tmp_path / "catalog.db"
+    conn = sqlite3.connect(path)
+    dx = DuplicateIndex(conn, k=8, min_similarity=0.5)
+    a = prose(400, 50)
+    b = a + "\n" + prose(150, 51)  # about 70% of b is a
+    dx.add(1, a)
+    dx.add(2, b)
+    dx.add(3, prose(400, 52))
+    conn.commit()
+    conn.close()
+    conn = sqlite3.connect(path)
+    assert DuplicateIndex(conn, k=8, min_similarity=0.5).clusters() == [[1, 2]]
+    strict = DuplicateIndex(conn, k=8, min_similarity=0.95)
+    assert strict.clusters() == [] and strict.rebuilt.changed == {2: 2}
+    assert DuplicateIndex(conn, k=8, min_similarity=0.5).clusters() == [[1, 2]]

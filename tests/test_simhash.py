@@ -1,0 +1,65 @@
+"""Simhash as the lecture notes define it, and the texts that must get none."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from index.simhash import MIN_WORDS, content_words, distance, simhash, simhash_of_counts, to_signed, to_unsigned, word_hash
+
+
+def text(n: int, seed: int) -> str:
+    rng = random.Random(seed)
+    return " ".join(f"word{rng.randrange(2000)}" for _ in range(n))
+
+
+def reference(counts: Counter[str]) -> int:
+    """The four steps of the notes in plain Python, bit by bit."""
+    v = [0] * 64
+    for w, weight in counts.items():
+        h = word_hash(w)
+        for i in range(64):
+            v[i] += weight if (h >> i) & 1 else -weight
+    return sum(1 << i for i in range(64) if v[i] > 0)
+
+
+def test_matches_the_procedure_in_the_notes():
+    for seed in range(20):
+        counts = Counter(content_words(text(300, seed)))
+        assert simhash_of_counts(counts) == reference(counts)
+
+
+def test_stable_across_runs_and_case():
+    # Fixed values: a fingerprint stored in a catalog must mean the same thing in the next run.
+    assert word_hash("deskdex") == 0x61D516286FF75A1C
+    t = " ".join(f"w{i % 37}" for i in range(100))
+    assert simhash(t) == simhash(t.upper()) == 0xE89ABE6CCF77E4CF
+
+
+def test_small_edit_small_distance_different_text_far():
+    a = text(500, 2)
+    b = a + " one more sentence at the end"
+    c = text(500, 3)
+    assert distance(simhash(a), simhash(b)) <= 3
+    assert distance(simhash(a), simhash(c)) > 10
+
+
+def test_frequency_weights_matter():
+    base = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon"
+    heavy = base + " alpha" * 200
+    assert simhash(heavy) != simhash(base)
+
+
+def test_short_numeric_and_empty_get_none():
+    assert simhash("") is None
+    assert simhash("word") is None
+    assert simhash(text(MIN_WORDS - 1, 4)) is None
+    assert simhash(text(MIN_WORDS, 4)) is not None
+    assert simhash(" ".join(str(i) for i in range(500))) is None  # a table of numbers
+    assert simhash("page 1 of 12 " * 3 + " ".join(str(i) for i in range(300))) is None
+
+
+def test_signed_round_trip():
+    for fp in (0, 1, (1 << 63) - 1, 1 << 63, (1 << 64) - 1):
+        assert -(1 << 63) <= to_signed(fp) < 1 << 63
+        assert to_unsigned(to_signed(fp)) == fp
