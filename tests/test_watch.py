@@ -35,7 +35,7 @@ class Collector:
             self.batches += 1
             self.cond.notify_all()
 
-    def settle(self, quiet: float = 1.2, timeout: float = 8.0) -> list:
+    def settle(self, quiet: float = 0.8, timeout: float = 8.0) -> list:
         """Wait until a batch arrived and nothing more came for `quiet` seconds."""
         deadline = time.monotonic() + timeout
         with self.cond:
@@ -229,23 +229,30 @@ WATCH_CHILD = textwrap.dedent("""
     w = Watcher(sink, debounce=0.2).start()
     print(json.dumps(["added", w.add(sys.argv[1])]), flush=True)
     print(json.dumps(["ready"]), flush=True)
-    time.sleep(float(sys.argv[2]))
+    sys.stdin.read()  # until the test closes it
     w.stop()
 """)
 
 
 def _child(args: list[str], prefix: list[str] = ()) -> subprocess.Popen:
     return subprocess.Popen([*prefix, sys.executable, "-c", WATCH_CHILD, *args], stdout=subprocess.PIPE,
+                            stdin=subprocess.PIPE,
                             text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
 
 
-def _lines_until_ready(proc: subprocess.Popen) -> list:
+def _lines_until(proc: subprocess.Popen, wanted: list) -> list:
+    """The child's records up to ``wanted`` (its stdout closes, failing the test, if it never comes)."""
+    timer = threading.Timer(20, proc.kill)
+    timer.start()
     lines = []
-    for line in proc.stdout:
-        lines.append(json.loads(line))
-        if lines[-1] == ["ready"]:
-            return lines
-    raise AssertionError(f"child ended early: {lines}")
+    try:
+        for line in proc.stdout:
+            lines.append(json.loads(line))
+            if lines[-1] == wanted:
+                return lines
+    finally:
+        timer.cancel()
+    raise AssertionError(f"no {wanted} from the child: {lines[:10]}")
 
 
 @linux
@@ -256,20 +263,19 @@ def test_queue_overflow_asks_for_a_rescan(tmp_path):
         limit = int(f.read())
     if limit > 200_000:
         pytest.skip(f"max_queued_events is {limit}: overflowing it would take too long")
-    proc = _child([str(root), "4"])
+    proc = _child([str(root)])
     try:
-        _lines_until_ready(proc)
+        _lines_until(proc, ["ready"])
         os.kill(proc.pid, signal.SIGSTOP)  # nobody reads the inotify queue now
         try:
             for i in range(limit // 2 + 100):  # created + modified + closed: 3 events a file
                 (root / f"f{i}.txt").write_text("x")
         finally:
             os.kill(proc.pid, signal.SIGCONT)
-        out, _ = proc.communicate(timeout=30)
+        _lines_until(proc, ["Rescan", str(root), "overflow"])
     finally:
-        proc.kill()
-    records = [json.loads(line) for line in out.splitlines()]
-    assert ["Rescan", str(root), "overflow"] in records
+        proc.stdin.close()
+        proc.wait(timeout=10)
 
 
 @linux
@@ -285,11 +291,13 @@ def test_watch_limit_asks_for_a_rescan(tmp_path):
     for i in range(6):
         (root / f"d{i}").mkdir(parents=True)
     script = ["sh", "-c", 'echo 3 > /proc/sys/user/max_inotify_watches && exec "$@"', "sh"]
-    proc = _child([str(root), "1"], prefix=["unshare", "-U", "-r", *script])
-    out, _ = proc.communicate(timeout=30)
-    records = [json.loads(line) for line in out.splitlines()]
-    assert ["added", True] in records  # the root itself is watched...
-    assert ["Rescan", str(root), "watch_limit"] in records  # ...but not every subfolder
+    proc = _child([str(root)], prefix=["unshare", "-U", "-r", *script])
+    try:
+        assert _lines_until(proc, ["added", True])  # the root itself is watched...
+        _lines_until(proc, ["Rescan", str(root), "watch_limit"])  # ...but not every subfolder
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=10)
 
 
 # -- the coalescing rules without a filesystem
