@@ -2,7 +2,7 @@
 # System packages the test suite needs beyond Python (installed as root with apt-get on Debian).
 # Idempotent: installs only what is missing, and runs `apt-get update` only then.
 set -euo pipefail
-PKGS=(acl util-linux)
+PKGS=(acl util-linux systemd)  # systemd: systemd-analyze verifies the user unit
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
