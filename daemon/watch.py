@@ -142,7 +142,7 @@ class Watcher:
 
     def _rules_for(self, path: str) -> Rules | None:
         best = None
-        for root, rules in self._rules.items():
+        for root, rules in list(self._rules.items()):  # add/remove may run on another thread
             if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
                 if best is None or len(root) > len(best.root):
                     best = rules
