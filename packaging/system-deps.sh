@@ -2,7 +2,11 @@
 # System packages the test suite needs beyond Python (installed as root with apt-get on Debian).
 # Idempotent: installs only what is missing, and runs `apt-get update` only then.
 set -euo pipefail
-PKGS=(acl util-linux xvfb libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xfixes0 libxcb-xkb1 libegl1 libgl1 libfontconfig1 libdbus-1-3)
+# acl: getfacl/setfacl for the privacy tests; util-linux: setpriv, unshare; systemd: systemd-analyze
+# verifies the user unit; xvfb and the X11/EGL libraries: Qt's xcb platform for the tray tests.
+PKGS=(acl util-linux systemd poppler-utils xvfb libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1
+      libxcb-image0 libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xfixes0 libxcb-xkb1 libegl1 libgl1
+      libfontconfig1 libdbus-1-3)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

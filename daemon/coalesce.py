@@ -1,0 +1,134 @@
+"""Change records, and the rules that fold a burst of filesystem events into few of them.
+
+Applied in the order ``drain()`` returns them, the records bring a catalog that matched the
+disk before the burst in line with the disk after it:
+
+1. ``Moved(src, dst, is_dir)``, in the order they happened: a metadata update; whatever the
+   catalog has at ``dst`` (or below it) is replaced.
+2. ``Deleted(path, is_dir)``: drop ``path`` (and everything below it, for a folder).
+3. ``Changed(path)``: the file may have new content: index it, or drop it if it is gone by then.
+4. ``Rescan(path, reason)``: events were lost or the exclusions changed: reconcile ``path``.
+
+Paths recorded before a folder move are rewritten to where they ended up, so step 2 and 3 name
+final paths. A path *born* in the burst (created, not there before) never shows up as a move:
+a temp file renamed over its final name is one ``Changed(final)``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from typing import Union
+
+
+@dataclass(frozen=True, slots=True)
+class Changed:
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Deleted:
+    path: str
+    is_dir: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    src: str
+    dst: str
+    is_dir: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Rescan:
+    path: str
+    reason: str  # "overflow", "watch_limit", "unwatchable", "ignore_file", "moved_in"
+
+
+Record = Union[Changed, Deleted, Moved, Rescan]
+
+_CHANGED = "changed"
+
+
+def _under(path: str, folder: str) -> bool:
+    return path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _rebase(path: str, src: str, dst: str) -> str:
+    return dst + path[len(src):]
+
+
+class Coalescer:
+    """Not thread-safe: the watcher calls it under its own lock."""
+
+    def __init__(self) -> None:
+        self._moves: list[Moved] = []
+        self._pending: dict[str, str | Deleted] = {}  # path -> _CHANGED or its Deleted record
+        self._born: set[str] = set()
+        self._rescans: dict[str, str] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._moves or self._pending or self._rescans)
+
+    def changed(self, path: str, created: bool = False) -> None:
+        if created and path not in self._pending:
+            self._born.add(path)
+        self._pending[path] = _CHANGED
+
+    def born_dir(self, path: str) -> None:
+        if path not in self._pending:
+            self._born.add(path)
+
+    def deleted(self, path: str, is_dir: bool = False) -> None:
+        if is_dir:
+            self._drop_below(path)
+        if path in self._born and not is_dir:
+            # Never known to the catalog. (A born folder still gets its Deleted: a move may have
+            # put catalogued files below it.)
+            self._born.discard(path)
+            self._pending.pop(path, None)
+            return
+        self._born.discard(path)
+        self._pending[path] = Deleted(path, is_dir)
+
+    def moved(self, src: str, dst: str, is_dir: bool = False) -> None:
+        # Whatever was at dst is replaced.
+        self._pending.pop(dst, None)
+        self._born.discard(dst)
+        if is_dir:
+            self._drop_below(dst)
+            self._pending = {(_rebase(p, src, dst) if _under(p, src) else p): v
+                             for p, v in self._pending.items()}
+            self._pending = {p: (Deleted(p, v.is_dir) if isinstance(v, Deleted) else v)
+                             for p, v in self._pending.items()}
+            self._born = {_rebase(p, src, dst) if _under(p, src) else p for p in self._born}
+        state = self._pending.pop(src, None)
+        if src in self._born:
+            self._born.discard(src)
+            self._born.add(dst)
+            if is_dir:
+                # No Moved for a folder the catalog never saw: files moved into it follow it.
+                self._moves = [replace(m, dst=_rebase(m.dst, src, dst)) if _under(m.dst, src) else m
+                               for m in self._moves]
+            else:
+                self._pending[dst] = _CHANGED
+            return
+        self._moves.append(Moved(src, dst, is_dir))
+        if state == _CHANGED:
+            self._pending[dst] = _CHANGED
+
+    def rescan(self, path: str, reason: str) -> None:
+        self._rescans.setdefault(path, reason)
+
+    def drain(self) -> list[Record]:
+        """The records so far, in the order to apply them; empties the coalescer."""
+        deleted = [v for v in self._pending.values() if isinstance(v, Deleted)]
+        changed = [Changed(p) for p, v in self._pending.items() if v == _CHANGED]
+        out: list[Record] = [*self._moves, *deleted, *changed,
+                             *(Rescan(p, r) for p, r in self._rescans.items())]
+        self.__init__()  # type: ignore[misc]
+        return out
+
+    def _drop_below(self, folder: str) -> None:
+        self._pending = {p: v for p, v in self._pending.items() if not _under(p, folder)}
+        self._born = {p for p in self._born if not _under(p, folder)}

@@ -1,0 +1,94 @@
+"""Exclusions for one watched folder: the built-in and configured patterns (scan.Excluder) plus
+``.deskdexignore`` files found in the folder and below, gitignore-style.
+
+A pattern in ``F/.deskdexignore`` applies to paths below ``F``, relative to ``F`` (as git does
+with nested .gitignore files); deeper files are read after shallower ones, so the last matching
+pattern decides, and ``!pattern`` in a deeper file can re-include what a shallower one excluded.
+
+``Rules`` has the same ``excluded(rel, is_dir)`` method as ``scan.Excluder``, so it can be
+passed to ``scan.walk`` as is.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Iterable
+
+import pathspec
+
+from .scan import Excluder
+
+logger = logging.getLogger(__name__)
+
+IGNORE_FILE = ".deskdexignore"
+
+
+class Rules:
+    """Exclusions under ``root``. Ignore files are read on first use and cached; call
+    ``forget(folder)`` when a watcher sees one change."""
+
+    def __init__(self, root: str, patterns: Iterable[str] = ()) -> None:
+        self.root = os.path.abspath(root)
+        self.base = Excluder(patterns)
+        self._specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
+        self._lock = threading.Lock()  # the watcher's thread and a scan may ask at once
+
+    def excluded(self, rel: str, is_dir: bool) -> bool:
+        """Whether ``rel`` (a path relative to root, "/"-separated or os.sep) is left out."""
+        rel = rel.replace(os.sep, "/")
+        if rel in ("", "."):
+            return False
+        verdict = self.base.spec.check_file(rel + "/" if is_dir else rel).include
+        parts = rel.split("/")
+        # Ignore files in the root and in every folder above the path, shallowest first.
+        for depth in range(len(parts)):
+            folder = os.path.join(self.root, *parts[:depth])
+            spec = self._spec(folder)
+            if spec is None:
+                continue
+            sub = "/".join(parts[depth:])
+            include = spec.check_file(sub + "/" if is_dir else sub).include
+            if include is not None:
+                verdict = include
+        return bool(verdict)
+
+    def excluded_path(self, path: str, is_dir: bool) -> bool:
+        """Like ``excluded`` for an absolute path; paths outside root are excluded."""
+        rel = os.path.relpath(path, self.root)
+        if rel == ".." or rel.startswith(".." + os.sep):
+            return True
+        return self.excluded(rel, is_dir)
+
+    def forget(self, folder: str | None = None) -> None:
+        """Drop the cached ignore file of ``folder`` (all of them with None), to be read again."""
+        with self._lock:
+            if folder is None:
+                self._specs.clear()
+            else:
+                self._specs.pop(os.path.abspath(folder), None)
+
+    def _spec(self, folder: str) -> pathspec.GitIgnoreSpec | None:
+        with self._lock:
+            if folder in self._specs:
+                return self._specs[folder]
+        spec = load(folder)
+        with self._lock:
+            self._specs[folder] = spec
+        return spec
+
+
+def load(folder: str) -> pathspec.GitIgnoreSpec | None:
+    """The patterns of ``folder/.deskdexignore``, or None when there is none (or it is unreadable)."""
+    path = os.path.join(folder, IGNORE_FILE)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        logger.warning("cannot read %s: %s", path, exc.strerror)
+        return None
+    lines = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None

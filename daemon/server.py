@@ -1,0 +1,234 @@
+"""The daemon's local socket: one JSON object a line in, one a line out, many per connection.
+
+Request ``{"op": "status", ...arguments}``. Response ``{"ok": true, "result": ...}`` or
+``{"ok": false, "error": {"code": CODE, "message": TEXT}}`` where CODE is one of ``ERROR_CODES``
+or whatever a handler raises with ``RequestError``. Handlers come from the caller as a table
+``{op: handler(request) -> JSON-able result}``; each request carries the caller's uid, gid and
+pid as the kernel reports them (SO_PEERCRED), never as the client claims them.
+
+The socket is 0600 in a 0700 folder. One thread accepts (blocked in select, woken by a pipe on
+stop), one thread a connection (blocked in a read): nothing runs while nobody asks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import selectors
+import socket
+import struct
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from .instance import AlreadyRunning
+
+logger = logging.getLogger(__name__)
+
+MAX_LINE = 1 << 20  # a request longer than this is refused: it cannot be one we understand
+
+ERROR_CODES = {
+    "bad_request": "the line is not a JSON object with a string \"op\"",
+    "too_large": "the request line is longer than the server accepts",
+    "unknown_op": "no such operation; the message lists those there are",
+    "bad_args": "an argument is missing or has the wrong type",
+    "internal": "the handler failed; the daemon's log has the traceback",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Peer:
+    uid: int | None
+    gid: int | None
+    pid: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    op: str
+    args: dict[str, Any] = field(default_factory=dict)
+    peer: Peer = Peer(None, None, None)
+
+    def arg(self, name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
+        """Argument ``name`` of type ``kind``; a missing or mistyped one answers ``bad_args``."""
+        if name not in self.args:
+            if default is ...:
+                raise RequestError("bad_args", f"{self.op}: missing argument {name!r}")
+            return default
+        value = self.args[name]
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, float)):
+            raise RequestError("bad_args", f"{self.op}: {name} has the wrong type ({type(value).__name__})")
+        return value
+
+
+class RequestError(Exception):
+    """Raise in a handler to answer with an error the client can act on."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+Handler = Callable[[Request], Any]
+
+
+def private_dir(path: str) -> str:
+    """Create ``path`` (and parents) if needed and make it 0700."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    os.chmod(path, 0o700)
+    return path
+
+
+def peer_of(conn: socket.socket) -> Peer:
+    """Who is on the other end, from the kernel."""
+    if hasattr(socket, "SO_PEERCRED"):  # Linux
+        pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                            struct.calcsize("3i")))
+        return Peer(uid, gid, pid)
+    return Peer(None, None, None)  # macOS/BSD would need getpeereid(); handlers must then refuse
+
+
+class Server:
+    def __init__(self, path: str, handlers: Mapping[str, Handler]) -> None:
+        self.path = os.path.abspath(path)
+        self.handlers = dict(handlers)
+        self._sock: socket.socket | None = None
+        self._wake_r, self._wake_w = os.pipe()
+        self._conns: set[socket.socket] = set()
+        self._threads: set[threading.Thread] = set()
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._acceptor = threading.Thread(target=self._accept_loop, name="deskdex-socket", daemon=True)
+
+    def start(self) -> "Server":
+        private_dir(os.path.dirname(self.path))
+        self._remove_stale()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(self.path)
+        os.chmod(self.path, 0o600)  # nobody else can reach it meanwhile: the folder is 0700
+        sock.listen(16)
+        self._sock = sock
+        self._acceptor.start()
+        logger.info("listening on %s", self.path)
+        return self
+
+    def __enter__(self) -> "Server":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop accepting, end every connection, wait for the threads, remove the socket."""
+        if self._stopping:
+            return
+        self._stopping = True
+        os.write(self._wake_w, b"x")
+        if self._acceptor.is_alive():
+            self._acceptor.join()
+        with self._lock:
+            conns, threads = list(self._conns), list(self._threads)
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked reading it
+            except OSError:
+                pass
+        for t in threads:
+            t.join()
+        if self._sock is not None:
+            self._sock.close()
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+    def _remove_stale(self) -> None:
+        """A socket file left by a daemon that died: remove it. One that answers: refuse."""
+        if not os.path.exists(self.path):
+            return
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(self.path)
+        except OSError:
+            os.unlink(self.path)
+            logger.info("removed a stale socket %s", self.path)
+            return
+        finally:
+            probe.close()
+        raise AlreadyRunning(f"another daemon answers on {self.path}")
+
+    def _accept_loop(self) -> None:
+        assert self._sock is not None
+        with selectors.DefaultSelector() as sel:
+            sel.register(self._sock, selectors.EVENT_READ)
+            sel.register(self._wake_r, selectors.EVENT_READ)
+            while not self._stopping:
+                ready = sel.select()  # no timeout: sleeps until a client or stop()
+                if self._stopping:
+                    return
+                if any(key.fileobj is self._sock for key, _ in ready):
+                    try:
+                        conn, _ = self._sock.accept()
+                    except OSError as exc:
+                        logger.warning("accept failed: %s", exc)
+                        continue
+                    t = threading.Thread(target=self._serve, args=(conn,), name="deskdex-client", daemon=True)
+                    with self._lock:
+                        self._conns.add(conn)
+                        self._threads.add(t)
+                    t.start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            peer = peer_of(conn)
+            with conn.makefile("rb") as reader:
+                while not self._stopping:
+                    line = reader.readline(MAX_LINE + 1)
+                    if not line:
+                        return
+                    if len(line) > MAX_LINE and not line.endswith(b"\n"):
+                        self._send(conn, _error("too_large", f"request longer than {MAX_LINE} bytes"))
+                        return  # the rest of the line cannot be told from the next request
+                    self._send(conn, self.answer(line, peer))
+        except OSError:
+            pass  # the client went away
+        finally:
+            conn.close()
+            with self._lock:
+                self._conns.discard(conn)
+                self._threads.discard(threading.current_thread())
+
+    def answer(self, line: bytes, peer: Peer) -> dict[str, Any]:
+        """The response to one request line (public so it can be tested without a socket)."""
+        try:
+            msg = json.loads(line)
+        except ValueError as exc:
+            return _error("bad_request", f"not JSON: {exc}")
+        if not isinstance(msg, dict) or not isinstance(msg.get("op"), str):
+            return _error("bad_request", 'a request is a JSON object with a string "op"')
+        op = msg.pop("op")
+        handler = self.handlers.get(op)
+        if handler is None:
+            return _error("unknown_op", f"unknown op {op!r}; ops: {', '.join(sorted(self.handlers))}")
+        try:
+            result = handler(Request(op, msg, peer))
+            json.dumps(result)  # fail here, as this op's error, not later in _send
+        except RequestError as exc:
+            return _error(exc.code, exc.message)
+        except Exception as exc:
+            logger.exception("op %s failed", op)
+            return _error("internal", f"{type(exc).__name__}: {exc}")
+        return {"ok": True, "result": result}
+
+    @staticmethod
+    def _send(conn: socket.socket, response: dict[str, Any]) -> None:
+        conn.sendall(json.dumps(response, separators=(",", ":")).encode() + b"\n")
+
+
+def _error(code: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "error": {"code": code, "message": message}}
+

@@ -1,0 +1,164 @@
+"""``deskdex service install|uninstall|status``: run the daemon at login, at idle priority.
+
+A systemd user unit on Linux, a launchd agent on macOS, a scheduled task on Windows, each
+rendered from its template in ``packaging/``. The service runs ``deskdex daemon`` (the console
+script beside this Python, else ``python -m daemon.cli daemon``), with ``--home`` when given.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from xml.sax.saxutils import escape
+
+from converters.errors import DeskdexError
+
+logger = logging.getLogger(__name__)
+
+PACKAGING = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "packaging")
+NAME = "deskdex"
+SYSTEMD_UNIT = "deskdex.service"
+LAUNCHD_LABEL = "org.deskdex.daemon"
+
+
+class ServiceError(DeskdexError):
+    """The service manager refused, or cannot be reached."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    kind: str  # "systemd", "launchd", "task"
+    path: str  # where install() writes it
+    text: str
+
+
+def command(home: str | None = None, python: str = sys.executable) -> list[str]:
+    """The daemon's command line: the console script if it sits beside ``python``."""
+    script = os.path.join(os.path.dirname(python), "deskdex.exe" if os.name == "nt" else "deskdex")
+    argv = [script] if os.path.exists(script) else [python, "-m", "daemon.cli"]
+    argv.append("daemon")
+    if home:
+        argv += ["--home", os.path.abspath(home)]
+    return argv
+
+
+def kind_for(platform: str = sys.platform) -> str:
+    if platform.startswith("linux"):
+        return "systemd"
+    if platform == "darwin":
+        return "launchd"
+    if platform == "win32":
+        return "task"
+    raise ServiceError(f"no service manager support for {platform}")
+
+
+def render(kind: str | None = None, home: str | None = None, argv: list[str] | None = None,
+           target_dir: str | None = None) -> Unit:
+    """The unit text for ``kind`` (this platform's by default) and where it goes."""
+    kind = kind or kind_for()
+    argv = argv or command(home)
+    if kind == "systemd":
+        text = _template("systemd", SYSTEMD_UNIT).replace("@EXEC@", " ".join(map(_systemd_quote, argv)))
+        folder = target_dir or os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"),
+                                            "systemd", "user")
+        return Unit(kind, os.path.join(folder, SYSTEMD_UNIT), text)
+    if kind == "launchd":
+        args = "\n".join(f"    <string>{escape(a)}</string>" for a in argv)
+        text = _template("launchd", LAUNCHD_LABEL + ".plist").replace("@ARGS@", args)
+        folder = target_dir or os.path.expanduser("~/Library/LaunchAgents")
+        return Unit(kind, os.path.join(folder, LAUNCHD_LABEL + ".plist"), text)
+    if kind == "task":
+        args = subprocess.list2cmdline(argv[1:])
+        text = (_template("windows", "deskdex-task.xml").replace("@COMMAND@", escape(argv[0]))
+                .replace("@ARGUMENTS@", escape(args)))
+        folder = target_dir or os.path.join(os.environ.get("LOCALAPPDATA") or os.path.expanduser("~"), NAME)
+        return Unit(kind, os.path.join(folder, "deskdex-task.xml"), text)
+    raise ServiceError(f"unknown service kind {kind!r}")
+
+
+def install(home: str | None = None, start: bool = True) -> Unit:
+    """Write the unit, register it and (with ``start``) start it now."""
+    unit = render(home=home)
+    os.makedirs(os.path.dirname(unit.path), mode=0o700, exist_ok=True)
+    encoding = "utf-16" if unit.kind == "task" else "utf-8"  # schtasks wants what the XML declares
+    fd = os.open(unit.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(fd, "w", encoding=encoding) as f:
+        f.write(unit.text)
+    if unit.kind == "systemd":
+        _run(["systemctl", "--user", "daemon-reload"])
+        _run(["systemctl", "--user", "enable", *(["--now"] if start else []), SYSTEMD_UNIT])
+    elif unit.kind == "launchd":
+        _run(["launchctl", "bootstrap", f"gui/{os.getuid()}", unit.path])
+    else:
+        _run(["schtasks", "/Create", "/TN", NAME, "/XML", unit.path, "/F"])
+        if start:
+            _run(["schtasks", "/Run", "/TN", NAME])
+    logger.info("installed %s", unit.path)
+    return unit
+
+
+def uninstall() -> Unit:
+    """Stop the service, unregister it and remove its file. Not installed is not an error."""
+    unit = render()
+    if unit.kind == "systemd":
+        _run(["systemctl", "--user", "disable", "--now", SYSTEMD_UNIT], check=False)
+    elif unit.kind == "launchd":
+        _run(["launchctl", "bootout", f"gui/{os.getuid()}/{LAUNCHD_LABEL}"], check=False)
+    else:
+        _run(["schtasks", "/Delete", "/TN", NAME, "/F"], check=False)
+    try:
+        os.unlink(unit.path)
+    except FileNotFoundError:
+        pass
+    if unit.kind == "systemd":
+        _run(["systemctl", "--user", "daemon-reload"], check=False)
+    return unit
+
+
+def status() -> dict[str, object]:
+    """``{"kind", "path", "installed", "state"}``; state is the manager's word, or "unknown"."""
+    unit = render()
+    state = "unknown"
+    try:
+        if unit.kind == "systemd":
+            state = _run(["systemctl", "--user", "is-active", SYSTEMD_UNIT], check=False) or "unknown"
+        elif unit.kind == "launchd":
+            out = _run(["launchctl", "print", f"gui/{os.getuid()}/{LAUNCHD_LABEL}"], check=False)
+            state = next((line.split("=", 1)[1].strip() for line in out.splitlines()
+                          if line.strip().startswith("state =")), "not loaded")
+        else:
+            out = _run(["schtasks", "/Query", "/TN", NAME, "/FO", "LIST"], check=False)
+            state = next((line.split(":", 1)[1].strip() for line in out.splitlines()
+                          if line.startswith("Status:")), "not registered")
+    except ServiceError as exc:
+        state = f"unknown ({exc})"
+    return {"kind": unit.kind, "path": unit.path, "installed": os.path.exists(unit.path), "state": state}
+
+
+def _template(folder: str, name: str) -> str:
+    path = os.path.join(PACKAGING, folder, name)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as exc:
+        raise ServiceError(f"service template missing: {path}") from exc
+
+
+def _systemd_quote(arg: str) -> str:
+    # systemd splits ExecStart like a shell, with C escapes; quote only what needs it.
+    return arg if arg and all(c.isalnum() or c in "/._-=:+@," for c in arg) else '"' + \
+        arg.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$") + '"'
+
+
+def _run(argv: list[str], check: bool = True) -> str:
+    if shutil.which(argv[0]) is None:
+        raise ServiceError(f"{argv[0]} not found: cannot reach the service manager")
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    if check and proc.returncode:
+        raise ServiceError(f"{shlex.join(argv)} failed: {(proc.stderr or proc.stdout).strip()}")
+    return proc.stdout.strip()
