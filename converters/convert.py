@@ -85,6 +85,9 @@ def _members(source: Source, gen: GeneratorType, registry: Registry, limits: Lim
             count += 1
             if count > limits.members:
                 raise LimitExceeded(f"more than {limits.members} members")
+            if item.error is not None:
+                out.append(Outcome(item.source.uri, reason=item.error.reason, message=str(item.error)))
+                continue
             _convert(item.source, registry, limits, out)
     except ConversionError as exc:
         # A failure of the container after some members: the members found so far stay,
