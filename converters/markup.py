@@ -266,32 +266,48 @@ def _json_strings(value: Any) -> Iterator[str]:
 
 # --- XML --------------------------------------------------------------------------------------
 
-def _xml_parser() -> etree.XMLParser:
+_DECLARED = re.compile(rb"""<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""")
+_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
+_ENTITY_REF = re.compile(r"&([^#;\s&]+);")
+_ENTITY_TEXT_LIMIT = 1 << 20  # what all the entities of one file may expand to, in characters
+
+
+def _xml_parser(recover: bool = False) -> etree.XMLParser:
     # No DTD loading, no entity expansion, no network: the DTD is read but never acted on.
     return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False,
-                           huge_tree=False, remove_comments=True, remove_pis=True)
+                           huge_tree=False, remove_comments=True, remove_pis=True, recover=recover)
 
 
 def xml_text(source: Source, mime: str) -> Document:
     data = source.read()
+    encoding = ""
     try:
         root = etree.fromstring(data, _xml_parser())
     except etree.XMLSyntaxError as exc:
         if "entit" in str(exc).lower() and ("loop" in str(exc) or "amplification" in str(exc)):
             raise HostileInput(f"XML entity expansion refused: {exc}") from exc
-        raise CorruptFile(f"not well-formed XML: {exc}") from exc
+        # Real files are often not quite XML (an encoding libxml2 lacks, a DocBook fragment using
+        # entities of its parent, a truncated feed): decode ourselves and let libxml2 recover.
+        m = _DECLARED.search(data[:200])
+        text, encoding = decode(data, m.group(1).decode("ascii") if m else None)
+        try:
+            root = etree.fromstring(_DECLARATION.sub("", text, count=1), _xml_parser(recover=True))
+        except (etree.XMLSyntaxError, ValueError) as exc2:
+            raise CorruptFile(f"not well-formed XML: {exc}") from exc2
+        if root is None:
+            raise CorruptFile(f"not well-formed XML: {exc}") from exc
     if root is None:
         raise CorruptFile("XML without a root element")
     _refuse_entity_bombs(root)
-    doc = Document(uri=source.uri, mime=mime, meta={"root": etree.QName(root).localname})
+    doc = Document(uri=source.uri, mime=mime, meta={"root": _local(root.tag)})
     info = root.getroottree().docinfo
-    if info.encoding:
-        doc.meta["encoding"] = info.encoding.lower()
+    if encoding or info.encoding:
+        doc.meta["encoding"] = (encoding or info.encoding).lower()
     entities = _plain_entities(root)
     stack = [root]
     while stack:
         el = stack.pop()
-        local = etree.QName(el).localname.lower()
+        local = _local(el.tag).lower()
         if _has_own_text(el):
             # Mixed content (text beside inline children) stays one block.
             text = " ".join(_xml_text(el, entities).split())
@@ -326,14 +342,35 @@ def _plain_entities(root: etree._Element) -> dict[str, str]:
     dtd = root.getroottree().docinfo.internalDTD
     if dtd is None:
         return {}
-    return {e.name: e.content for e in dtd.iterentities() if e.content and e.system_url is None}
+    # Only entities of plain text: one that refers to others is left unread, never expanded.
+    return {e.name: e.content for e in dtd.iterentities()
+            if e.content and e.system_url is None and "&" not in e.content}
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1].rsplit(":", 1)[-1]
 
 
 def _refuse_entity_bombs(root: etree._Element) -> None:
-    """Entities defined in terms of other entities are the billion-laughs pattern: refuse them."""
+    """Refuse entities that would expand past a limit (billion laughs) or refer to themselves.
+
+    The size each entity would expand to is computed from the declarations, never by expanding.
+    """
     dtd = root.getroottree().docinfo.internalDTD
     if dtd is None:
         return
-    for ent in dtd.iterentities():
-        if ent.content and "&" in ent.content:
-            raise HostileInput(f"XML entity {ent.name!r} refers to other entities (entity expansion bomb)")
+    bodies = {e.name: e.content or "" for e in dtd.iterentities() if e.system_url is None}
+    sizes: dict[str, int] = {}
+
+    def size(name: str, path: tuple[str, ...]) -> int:
+        if name in path:
+            raise HostileInput(f"XML entity {name!r} refers to itself")
+        if name not in sizes:
+            body = bodies.get(name, "")
+            refs = _ENTITY_REF.findall(body)
+            sizes[name] = len(body) + sum(size(r, (*path, name)) for r in refs if r in bodies)
+        return sizes[name]
+
+    total = sum(size(name, ()) for name in bodies)
+    if total > _ENTITY_TEXT_LIMIT:
+        raise HostileInput(f"XML entities would expand to {total} characters (entity expansion bomb)")
