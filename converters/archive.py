@@ -182,21 +182,21 @@ def tar_members(source: Source, mime: str) -> Iterator[Document | Member]:
             raise CorruptFile(f"TAR broken after {n} members: {exc}") from exc
 
 
-_OPENERS = {"application/gzip": gzip.GzipFile, "application/x-gzip": gzip.GzipFile,
-            "application/x-bzip2": bz2.BZ2File, "application/x-xz": lzma.LZMAFile}
+_OPENERS = {"application/gzip": gzip.open, "application/x-gzip": gzip.open,
+            "application/x-bzip2": bz2.open, "application/x-xz": lzma.open}
 _SUFFIXES = re.compile(r"\.(gz|gzip|bz2|xz|z)$", re.I)
 
 
 def compressed(source: Source, mime: str) -> Iterator[Document | Member]:
     """A single compressed file: its one member is the file it holds (``notes.txt.gz#notes.txt``)."""
     limits = current_limits()
-    opener = _OPENERS.get(mime, gzip.GzipFile)
+    opener = _OPENERS.get(mime, gzip.open)
     yield _parent(source, mime)
     inner = _SUFFIXES.sub("", source.name) if _SUFFIXES.search(source.name) else source.name + ".out"
     budget = _Budget(source.size(), limits)
     with _opened(source) as f:
         def read() -> bytes:
-            with opener(fileobj=f) as stream:  # type: ignore[operator]
+            with opener(f) as stream:  # type: ignore[operator]
                 return budget.read(stream, source.size())
 
         member = _member(source, safe_name(inner, 1), read)
