@@ -9,9 +9,11 @@ so a bad message costs that message only.
 
 from __future__ import annotations
 
+import email.errors
 import logging
 import re
 from email import policy
+from email.header import decode_header, make_header
 from email.message import EmailMessage
 from email.parser import BytesParser
 from typing import Iterator
@@ -66,9 +68,17 @@ def message_document(msg: EmailMessage, uri: str, mime: str, fallback_title: str
 def _header(msg: EmailMessage, name: str) -> str:
     try:
         value = msg.get(name)
-    except Exception:  # policy.default parses lazily and can trip over broken headers
-        value = msg.get_all(name, failobj=[""])[0] if hasattr(msg, "get_all") else ""
+    except Exception:  # policy.default parses lazily and trips over some broken headers
+        value = next((_decoded(v) for k, v in msg.raw_items() if k.lower() == name), "")
     return " ".join(str(value).split()) if value else ""
+
+
+def _decoded(raw: object) -> str:
+    """A raw header value with its RFC 2047 words decoded, as far as they decode."""
+    try:
+        return str(make_header(decode_header(str(raw))))
+    except (LookupError, UnicodeError, ValueError, email.errors.HeaderParseError):
+        return str(raw)
 
 
 def _body(msg: EmailMessage) -> tuple[str, str] | None:

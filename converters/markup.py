@@ -280,6 +280,8 @@ def _xml_parser(recover: bool = False) -> etree.XMLParser:
 
 def xml_text(source: Source, mime: str) -> Document:
     data = source.read()
+    if not data.strip():
+        return Document(uri=source.uri, mime=mime, title=source.name)
     encoding = ""
     try:
         root = etree.fromstring(data, _xml_parser())
