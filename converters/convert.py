@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from contextvars import ContextVar
 from dataclasses import dataclass
 from types import GeneratorType
 
@@ -14,6 +15,13 @@ from .registry import Member, Registry, default_registry
 from .source import Source
 
 logger = logging.getLogger(__name__)
+
+# The limits of the conversion running now: containers read them to cap their members.
+_LIMITS: ContextVar[Limits] = ContextVar("deskdex_limits", default=Limits())
+
+
+def current_limits() -> Limits:
+    return _LIMITS.get()
 
 
 @dataclass(slots=True)
@@ -39,7 +47,11 @@ def convert(source: Source, registry: Registry | None = None, limits: Limits = L
     """Convert ``source``; the first Outcome is always the source itself."""
     registry = registry or default_registry()
     outcomes: list[Outcome] = []
-    _convert(source, registry, limits, outcomes)
+    token = _LIMITS.set(limits)
+    try:
+        _convert(source, registry, limits, outcomes)
+    finally:
+        _LIMITS.reset(token)
     return outcomes
 
 
@@ -85,6 +97,9 @@ def _members(source: Source, gen: GeneratorType, registry: Registry, limits: Lim
             count += 1
             if count > limits.members:
                 raise LimitExceeded(f"more than {limits.members} members")
+            if item.error is not None:
+                out.append(Outcome(item.source.uri, reason=item.error.reason, message=str(item.error)))
+                continue
             _convert(item.source, registry, limits, out)
     except ConversionError as exc:
         # A failure of the container after some members: the members found so far stay,

@@ -35,14 +35,23 @@ def extension(name: str) -> str:
     return base.rsplit(".", 1)[-1].lower() if "." in base.lstrip(".") else ""
 
 
+def compound_extension(name: str) -> str:
+    """The last two suffixes ("tar.gz", "warc.gz"), or "" when the name has fewer."""
+    parts = name.rsplit("/", 1)[-1].lstrip(".").lower().split(".")
+    return ".".join(parts[-2:]) if len(parts) >= 3 else ""
+
+
 def detect(source: Source, registry: Registry) -> str:
     ext = extension(source.name)
-    if ext:
-        mime = registry.mime_for_extension(ext)
+    for suffix in (compound_extension(source.name), ext):
+        mime = registry.mime_for_extension(suffix) if suffix else None
         if mime:
             return mime
     head = source.head(4096)
     sniffed = sniff(head)
+    # "text/plain" is a weak guess: a hint from outside (HTTP, a mail part) knows better.
+    if sniffed == "text/plain" and source.mime and source.mime in registry.by_mime:
+        return source.mime
     if sniffed != OCTET and sniffed in registry.by_mime:
         return sniffed
     if source.mime and source.mime in registry.by_mime:
@@ -62,6 +71,8 @@ def sniff(head: bytes) -> str:
         return _sniff_zip(head)
     if head.startswith(b"ustar", 257) or head[257:262] == b"ustar":
         return "application/x-tar"
+    if head.lstrip()[:5] == b"<DOC>":
+        return "application/x-trec"
     if head.startswith(b"From ") and b"\n" in head:
         return "application/mbox"
     if _MAIL.match(head):

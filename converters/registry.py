@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Union
 
 from .document import Document
-from .errors import NotConfigured, UnsupportedFormat
+from .errors import ConversionError, NotConfigured, UnsupportedFormat
 from .source import Source
 
 logger = logging.getLogger(__name__)
@@ -22,9 +22,11 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Member:
-    """A child found inside a compound file, to be converted in its turn."""
+    """A child found inside a compound file, to be converted in its turn; with ``error`` the
+    child is recorded as failed (too large, hostile) without being converted."""
 
     source: Source
+    error: ConversionError | None = None
 
 
 # A converter returns a Document, or for a compound file an iterator that yields the parent
@@ -41,6 +43,19 @@ class Format:
     handler: str  # "module:function"
     library: str  # what does the work, for `deskdex formats`
 
+
+# Source code by suffix: converted as text, the language kept as metadata ("code_language").
+SOURCE_LANGUAGES: dict[str, str] = {
+    "py": "python", "pyi": "python", "c": "c", "h": "c", "cc": "c++", "cpp": "c++", "cxx": "c++",
+    "hpp": "c++", "hh": "c++", "js": "javascript", "mjs": "javascript", "cjs": "javascript",
+    "ts": "typescript", "tsx": "typescript", "jsx": "javascript", "java": "java", "kt": "kotlin",
+    "scala": "scala", "go": "go", "rs": "rust", "rb": "ruby", "sh": "shell", "bash": "shell",
+    "zsh": "shell", "pl": "perl", "pm": "perl", "php": "php", "cs": "c#", "swift": "swift",
+    "lua": "lua", "sql": "sql", "r": "r", "hs": "haskell", "ml": "ocaml", "el": "lisp",
+    "clj": "clojure", "erl": "erlang", "ex": "elixir", "exs": "elixir", "dart": "dart",
+    "m4": "m4", "cmake": "cmake", "ps1": "powershell", "bat": "batch", "vim": "vim", "tcl": "tcl",
+    "f90": "fortran", "jl": "julia", "zig": "zig", "nim": "nim",
+}
 
 FORMATS_BASE: tuple[Format, ...] = (
     Format("Plain text", ("text/plain",), ("txt", "text", "log", "readme", "1st", "me"),
@@ -80,6 +95,25 @@ FORMATS_BASE: tuple[Format, ...] = (
                             "application/vnd.ms-excel.template.macroEnabled.12"),
            ("xlsx", "xlsm", "xltx", "xltm"), "converters.sheets:convert", "openpyxl"),
     Format("EPUB", ("application/epub+zip",), ("epub",), "converters.epub:convert", "lxml"),
+    Format("Markdown", ("text/markdown", "text/x-markdown"), ("md", "markdown", "mdown", "mkd"),
+           "converters.markup:markdown", "markdown-it-py"),
+    Format("reStructuredText", ("text/x-rst",), ("rst", "rest"), "converters.markup:rest", "docutils"),
+    Format("Source code", ("text/x-source",), tuple(SOURCE_LANGUAGES), "converters.markup:source_code", ""),
+    Format("CSV", ("text/csv",), ("csv",), "converters.markup:table", ""),
+    Format("TSV", ("text/tab-separated-values",), ("tsv", "tab"), "converters.markup:table", ""),
+    Format("JSON", ("application/json",), ("json", "jsonl", "ndjson", "geojson"), "converters.markup:json_text", ""),
+    Format("XML", ("application/xml", "text/xml"), ("xml", "xsd", "xsl", "xslt", "rss", "atom", "svg", "docbook"),
+           "converters.markup:xml_text", "lxml"),
+    Format("E-mail", ("message/rfc822",), ("eml", "msg822"), "converters.mail:eml", "email"),
+    Format("Mailbox", ("application/mbox",), ("mbox", "mbx"), "converters.mail:mbox", "email"),
+    Format("ZIP", ("application/zip",), ("zip",), "converters.archive:zip_members", "zipfile"),
+    Format("TAR", ("application/x-tar", "application/x-gtar"),
+           ("tar", "tgz", "tar.gz", "tbz2", "tar.bz2", "txz", "tar.xz"), "converters.archive:tar_members", "tarfile"),
+    Format("gzip", ("application/gzip", "application/x-gzip"), ("gz",), "converters.archive:compressed", "gzip"),
+    Format("bzip2", ("application/x-bzip2",), ("bz2",), "converters.archive:compressed", "bz2"),
+    Format("xz", ("application/x-xz",), ("xz",), "converters.archive:compressed", "lzma"),
+    Format("WARC", ("application/warc",), ("warc", "warc.gz"), "converters.archive:warc_members", "warcio"),
+    Format("TREC", ("application/x-trec",), ("trec",), "converters.archive:trec_members", ""),
 )
 
 

@@ -32,7 +32,25 @@ def decode(data: bytes, declared: str | None = None) -> tuple[str, str]:
     except UnicodeDecodeError:
         pass
     # Detection on a bounded sample keeps big files cheap; the whole file is decoded after.
-    best = from_bytes(data[:262144]).best()
+    matches = from_bytes(data[:262144])
+    best = matches.best()
     if best is None:
         raise CorruptFile("no text encoding fits these bytes (binary data?)")
-    return data.decode(best.encoding, errors="replace"), best.encoding
+    encoding = _western_default(matches, best) or best.encoding
+    return data.decode(encoding, errors="replace"), encoding
+
+
+def _western_default(matches: object, best: object) -> str | None:
+    """cp1252 when it reads the bytes about as well as the best Latin-script guess.
+
+    Single-byte Latin code pages share most letters; on short texts the detector's pick among
+    them (cp1257, cp1250, iso8859_10...) is close to chance, while cp1252 is by far the most
+    likely source, as browsers assume for the same reason.
+    """
+    if best.encoding == "cp1252" or not all(  # type: ignore[attr-defined]
+            "Latin" in a or "Punctuation" in a for a in best.alphabets):  # type: ignore[attr-defined]
+        return None
+    for m in matches:  # type: ignore[attr-defined]
+        if m.encoding == "cp1252" and m.chaos <= best.chaos + 0.1:  # type: ignore[attr-defined]
+            return "cp1252"
+    return None

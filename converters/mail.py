@@ -1,0 +1,149 @@
+"""E-mail: one message (EML) or a mailbox (MBOX), with the standard library's ``email`` package.
+
+A message is a Document: the subject as title, From/To/Cc/Date/Message-ID as metadata, the
+plain-text body (or the HTML one, through ``converters.html``) as blocks. Each attachment is a
+Member of its message (``a.eml#report.pdf``); an attached message is a member of its own.
+A mailbox yields a parent Document and every message as a Member (``box.mbox#message-3.eml``),
+so a bad message costs that message only.
+"""
+
+from __future__ import annotations
+
+import email.errors
+import logging
+import re
+from email import policy
+from email.header import decode_header, make_header
+from email.message import EmailMessage
+from email.parser import BytesParser
+from typing import Iterator
+
+from .document import Document
+from .errors import CorruptFile
+from .html import from_text
+from .registry import Member
+from .source import Source
+from .textcodec import decode
+
+logger = logging.getLogger(__name__)
+
+_PARA = re.compile(r"\n\s*\n")
+# An mbox message starts at a "From " line at the start of the file or after a newline.
+_FROM_LINE = re.compile(rb"(?:\A|\n)From [^\n]*\n")
+_HEADERS = ("from", "to", "cc", "date", "message-id", "in-reply-to")
+_UNSAFE = re.compile(r"[\x00-\x1f/\\#?]+")
+
+
+def eml(source: Source, mime: str) -> Iterator[Document | Member]:
+    data = source.read()
+    try:
+        msg = BytesParser(policy=policy.default).parsebytes(data)
+    except Exception as exc:  # the parser is lenient; anything it raises means unusable bytes
+        raise CorruptFile(f"unreadable message: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(msg, EmailMessage) or (not msg.keys() and not msg.get_payload()):
+        raise CorruptFile("no mail headers")
+    yield message_document(msg, source.uri, mime, source.name)
+    yield from attachments(msg, source)
+
+
+def message_document(msg: EmailMessage, uri: str, mime: str, fallback_title: str) -> Document:
+    doc = Document(uri=uri, mime=mime)
+    for name in _HEADERS:
+        value = _header(msg, name)
+        if value:
+            doc.meta[name.replace("-", "_")] = value
+    body = _body(msg)
+    if body is not None:
+        text, subtype = body
+        if subtype == "html":
+            html_doc = from_text(text, uri, mime) if text.strip() else None
+            doc.blocks.extend(html_doc.blocks if html_doc else [])
+        else:
+            for para in _PARA.split(text.replace("\r\n", "\n")):
+                doc.add("quote" if para.lstrip().startswith(">") else "p", para.strip("\n"))
+    doc.title = _header(msg, "subject") or fallback_title
+    return doc
+
+
+def _header(msg: EmailMessage, name: str) -> str:
+    try:
+        value = msg.get(name)
+    except Exception:  # policy.default parses lazily and trips over some broken headers
+        value = next((_decoded(v) for k, v in msg.raw_items() if k.lower() == name), "")
+    return " ".join(str(value).split()) if value else ""
+
+
+def _decoded(raw: object) -> str:
+    """A raw header value with its RFC 2047 words decoded, as far as they decode."""
+    try:
+        return str(make_header(decode_header(str(raw))))
+    except (LookupError, UnicodeError, ValueError, email.errors.HeaderParseError):
+        return str(raw)
+
+
+def _body(msg: EmailMessage) -> tuple[str, str] | None:
+    try:
+        part = msg.get_body(preferencelist=("plain", "html"))
+    except Exception:  # malformed MIME structure: fall back to the whole payload
+        part = None
+    if part is None:
+        if msg.is_multipart():
+            return None
+        part = msg
+    if part.get_content_maintype() != "text":
+        return None
+    return _part_text(part), part.get_content_subtype()
+
+
+def _part_text(part: EmailMessage) -> str:
+    try:
+        content = part.get_content()
+        if isinstance(content, str):
+            return content
+    except (LookupError, UnicodeError, ValueError, AssertionError):
+        pass  # an unknown or lying charset: detect it from the bytes
+    raw = part.get_payload(decode=True) or b""
+    return decode(raw, part.get_content_charset())[0] if raw else ""
+
+
+def attachments(msg: EmailMessage, source: Source) -> Iterator[Member]:
+    seen: set[str] = set()
+    try:
+        parts = list(msg.iter_attachments())
+    except Exception as exc:
+        logger.debug("cannot list attachments of %s: %s", source.uri, exc)
+        return
+    for n, part in enumerate(parts, 1):
+        ctype = part.get_content_type()
+        if ctype == "message/rfc822":
+            inner = part.get_payload()
+            payload = inner[0].as_bytes() if isinstance(inner, list) and inner else b""
+            name = f"message-{n}.eml"
+        else:
+            payload = part.get_payload(decode=True) or b""
+            name = _safe_name(part.get_filename() or "", n)
+        while name in seen:
+            name = "_" + name
+        seen.add(name)
+        yield Member(source.child(name, payload, mime=ctype))
+
+
+def _safe_name(name: str, n: int) -> str:
+    """An attachment's file name as an inner name: no path, no URI delimiters."""
+    name = _UNSAFE.sub("_", name.replace("\\", "/").rsplit("/", 1)[-1]).strip(" ._")
+    return name or f"attachment-{n}"
+
+
+def mbox(source: Source, mime: str) -> Iterator[Document | Member]:
+    data = source.read()
+    starts = [m.start() + (1 if m.group().startswith(b"\n") else 0) for m in _FROM_LINE.finditer(data)]
+    if not starts:
+        raise CorruptFile("not an mbox: no 'From ' line")
+    parent = Document(uri=source.uri, mime=mime, title=source.name, meta={"messages": str(len(starts))})
+    yield parent
+    for n, (begin, end) in enumerate(zip(starts, [*starts[1:], len(data)]), 1):
+        chunk = data[begin:end]
+        chunk = chunk[chunk.find(b"\n") + 1:]  # the "From " separator is not part of the message
+        # mboxrd quoting: ">From " at a line start was "From " in the message.
+        chunk = re.sub(rb"(?m)^>(>*From )", rb"\1", chunk)
+        yield Member(source.child(f"message-{n}.eml", chunk, mime="message/rfc822"))
