@@ -15,6 +15,7 @@
      │    ├── IndexBusy             another process holds the writer lock on this home
      │    └── IndexMissing          nothing has been indexed under this home yet
      ├── QueryError                 a malformed search query (carries the position)
+     ├── Interrupted                asked to stop (SIGTERM, Ctrl-C) with work left; what is done is committed
      └── ConfigError                a bad setting or configuration file
 
 Each ConversionError has a short machine-readable ``reason`` (``"corrupt"``, ``"timeout"``...)
@@ -90,6 +91,10 @@ class QueryError(DeskdexError):
     def __init__(self, message: str, position: int | None = None) -> None:
         super().__init__(message)
         self.position = position
+
+
+class Interrupted(DeskdexError):
+    code = "interrupted"
 
 
 class ConfigError(DeskdexError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import os
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -130,8 +131,10 @@ class WorkerPool:
             w.process.join(2)
             self._retire(w)
 
-    def map(self, sources: Iterable[Source]) -> Iterator[tuple[Source, list[Outcome]]]:
-        """Convert every source; yields (source, outcomes) in completion order."""
+    def map(self, sources: Iterable[Source], stop: threading.Event | None = None
+            ) -> Iterator[tuple[Source, list[Outcome]]]:
+        """Convert every source; yields (source, outcomes) in completion order. When ``stop`` is set
+        the conversions under way are abandoned (their workers killed) and the iteration ends."""
         todo = iter(sources)
         backlog: deque[Source] = deque()
         exhausted = False
@@ -158,7 +161,13 @@ class WorkerPool:
                 if exhausted and not backlog:
                     return
                 continue
+            if stop is not None and stop.is_set():
+                for w in busy:
+                    self._retire(w)
+                return
             timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            if stop is not None:
+                timeout = min(timeout, 0.25)  # only while converting: look at ``stop`` now and then
             ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout)
             for w in busy:
                 assert w.task is not None

@@ -106,6 +106,35 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--once", action="store_true", help="exit after the first full index")
     s.set_defaults(func=cmd_daemon)
 
+    for name, help_text in (("pause", "pause indexing in the running daemon"),
+                            ("resume", "resume indexing in the running daemon")):
+        s = sub.add_parser(name, parents=[common], help=help_text, description=help_text.capitalize() + ".")
+        s.set_defaults(func=cmd_pause_resume)
+
+    s = sub.add_parser("watch", parents=[common], help="watched folders: add, remove, list",
+                       description="Change the watched folders. A running daemon picks the change up at once; "
+                                   "otherwise it applies on the next start.")
+    s.add_argument("action", choices=("add", "remove", "list"))
+    s.add_argument("paths", nargs="*", metavar="PATH")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_watch)
+
+    s = sub.add_parser("exclude", parents=[common], help="excluded patterns (gitignore style): add, remove, list",
+                       description="Patterns of files and folders to leave out, gitignore style (also read from "
+                                   ".deskdexignore files in watched folders).")
+    s.add_argument("action", choices=("add", "remove", "list"))
+    s.add_argument("patterns", nargs="*", metavar="PATTERN")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_exclude)
+
+    s = sub.add_parser("service", parents=[common], help="run the daemon as a user service: install, uninstall, status",
+                       description="A systemd user unit on Linux, a launchd agent on macOS, a scheduled task on "
+                                   "Windows, each running `deskdex daemon` at idle priority.")
+    s.add_argument("action", choices=("install", "uninstall", "status"))
+    s.add_argument("--no-start", action="store_true", help="install without starting it now")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_service)
+
     from webcrawl.cli import add_commands as add_crawl
 
     from .tray import add_command as add_tray
@@ -181,15 +210,20 @@ def _positive(v: str) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from index import Collection, search
-
-    from .render import render_hits
+    from .render import Results, render_hits
 
     home = _home(args)
     limit = max(args.limit, args.open or 0)
-    with Collection.open(home.data_dir) as coll:
-        results = search(coll, " ".join(args.query), limit=limit, offset=args.offset, sort=args.sort,
-                         snippets=not (args.paths or args.open))
+    query = " ".join(args.query)
+    live = _daemon_call(home, "search", query=query, limit=limit, offset=args.offset, sort=args.sort)
+    if live is not None:
+        results = Results.from_json(live)
+    else:
+        from index import Collection, search
+
+        with Collection.open(home.data_dir) as coll:
+            results = search(coll, query, limit=limit, offset=args.offset, sort=args.sort,
+                             snippets=not (args.paths or args.open))
     if args.json:
         _print_json(results.to_json())
     elif args.paths:
@@ -242,37 +276,88 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_status(args: argparse.Namespace) -> int:
-    from index import Collection
+def _daemon_call(home: Home, op: str, **kw: Any) -> Any:
+    """The daemon's answer, or None when no daemon runs for this home."""
+    from .client import DaemonError, NotRunning, call
 
+    try:
+        return call(home.socket, op, **kw)
+    except NotRunning:
+        return None
+    except DaemonError as exc:
+        from converters.errors import QueryError
+
+        if exc.code == "bad_query":
+            raise QueryError(exc.message, _position(exc.message)) from None
+        raise DaemonFailed(exc.message) from None
+
+
+class DaemonFailed(DeskdexError):
+    """The daemon refused or failed a request."""
+
+
+def _position(message: str) -> int | None:
+    import re
+
+    m = re.search(r"at position (\d+)", message)
+    return int(m.group(1)) if m else None
+
+
+def cmd_status(args: argparse.Namespace) -> int:
     home = _home(args)
     info: dict[str, Any] = {"home": {"config": home.config_dir, "data": home.data_dir, "runtime": home.runtime_dir}}
+    live = _daemon_call(home, "status", failures=bool(args.failures))
+    if live is not None:
+        info.update(live, daemon=True)
+    else:
+        info.update(_status_from_index(home, args.failures), daemon=False, state="idle", queue=0)
+    if args.json:
+        _print_json(info)
+        return 0
+    daemon = f"running (pid {info.get('pid')}): {info['state']}, {info['queue']} waiting" if info["daemon"] \
+        else "not running"
+    print(f"daemon:    {daemon}")
+    if info.get("current"):
+        print(f"working on {info['current']}")
+    print(f"documents: {info['documents']}")
+    print(f"failed:    {info['failed']}" + "".join(f"\n  {k}: {v}" for k, v in info["failed_by_reason"].items()))
+    print(f"index:     {_size(info['index_bytes'])} in {os.path.join(home.data_dir, 'tantivy')}")
+    print(f"store:     {_size(info['store_bytes'])} in {os.path.join(home.data_dir, 'catalog.sqlite')}")
+    if info.get("cpu_seconds") is not None:
+        print(f"cpu:       {info['cpu_seconds']} s used since start")
+    if info.get("last_commit"):
+        import time
+
+        print(f"committed: {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info['last_commit']))}")
+    print(f"config:    {home.config_file}")
+    for note in ([info["note"]] if info.get("note") else []) + list(info.get("notes", [])):
+        print(f"note:      {note}")
+    for f in info.get("failures", []):
+        print(f"  {f['path'] if '#' not in f['uri'] else f['uri']}: {f['reason']}: {f['message']}")
+    return 0
+
+
+def _status_from_index(home: Home, failures: bool) -> dict[str, Any]:
+    from index import Collection
+
+    info: dict[str, Any] = {}
     try:
         with Collection.open(home.data_dir) as coll:
             info.update(coll.catalog.counts())
             info.update(coll.sizes())
             last = coll.catalog.get_meta("last_commit")
             info["last_commit"] = float(last) if last else None
-            if args.failures:
-                info["failures"] = [{"path": r.path, "uri": r.uri, "reason": r.reason, "message": r.error}
-                                    for r in coll.catalog.rows("status='failed'")]
+            if failures:
+                info["failures"] = failure_list(coll)
     except DeskdexError as exc:
         info.update({"documents": 0, "failed": 0, "failed_by_reason": {}, "index_bytes": 0, "store_bytes": 0,
                      "note": str(exc)})
-    info["state"] = "idle"
-    if args.json:
-        _print_json(info)
-        return 0
-    print(f"documents: {info['documents']}")
-    print(f"failed:    {info['failed']}" + "".join(f"\n  {k}: {v}" for k, v in info["failed_by_reason"].items()))
-    print(f"index:     {_size(info['index_bytes'])} in {os.path.join(home.data_dir, 'tantivy')}")
-    print(f"store:     {_size(info['store_bytes'])} in {os.path.join(home.data_dir, 'catalog.sqlite')}")
-    print(f"config:    {home.config_dir}")
-    if info.get("note"):
-        print(info["note"])
-    for f in info.get("failures", []):
-        print(f"  {f['path'] if '#' not in f['uri'] else f['uri']}: {f['reason']}: {f['message']}")
-    return 0
+    return info
+
+
+def failure_list(coll: Any) -> list[dict[str, Any]]:
+    return [{"path": r.path, "uri": r.uri, "reason": r.reason, "message": r.error}
+            for r in coll.catalog.rows("status='failed'")]
 
 
 def _size(n: int) -> str:
@@ -315,6 +400,86 @@ def cmd_convert(args: argparse.Namespace) -> int:
                 print(f"--- {o.uri}")
             print(o.document.text(main_only=args.format == "main"))
     return status
+
+
+def cmd_pause_resume(args: argparse.Namespace) -> int:
+    result = _daemon_call(_home(args), args.command)
+    if result is None:
+        print("deskdex: no daemon is running for this home (start one with `deskdex daemon`)", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"indexing {'paused' if args.command == 'pause' else 'resumed'} (state: {result['state']})")
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from . import config
+
+    home = _home(args).ensure()
+    if args.action != "list" and not args.paths:
+        print(f"deskdex: watch {args.action} needs at least one PATH", file=sys.stderr)
+        return EXIT_USAGE
+    result = None
+    for p in args.paths:
+        path = os.path.abspath(os.path.expanduser(p))
+        if args.action == "add" and not os.path.isdir(path):
+            print(f"deskdex: not a folder: {p}", file=sys.stderr)
+            return EXIT_USAGE
+        result = _daemon_call(home, f"watch_{args.action}", path=path)
+        if result is None:  # no daemon: the config file alone, read on the next start
+            folders = config.load(home).folders()
+            folders = folders + [path] if args.action == "add" and path not in folders else \
+                [f for f in folders if f != path] if args.action == "remove" else folders
+            config.save(home, {"folders": folders})
+    if result is None:
+        result = _daemon_call(home, "watch_list")
+    folders = result["folders"] if result else [{"path": f} for f in config.load(home).folders()]
+    if args.json:
+        _print_json({"folders": folders})
+    else:
+        for f in folders:
+            extra = f"  {f['documents']} documents, {f['failed']} failed" if "documents" in f else ""
+            print(f"{f['path']}{extra}{'  (offline)' if f.get('offline') else ''}")
+    return 0
+
+
+def cmd_exclude(args: argparse.Namespace) -> int:
+    from . import config
+
+    home = _home(args).ensure()
+    if args.action != "list" and not args.patterns:
+        print(f"deskdex: exclude {args.action} needs at least one PATTERN", file=sys.stderr)
+        return EXIT_USAGE
+    for pattern in args.patterns:
+        if _daemon_call(home, f"exclude_{args.action}", pattern=pattern) is None:
+            current = list(config.load(home)["exclude"])
+            new = current + [pattern] if args.action == "add" and pattern not in current else \
+                [p for p in current if p != pattern]
+            config.save(home, {"exclude": new})
+    patterns = list(config.load(home)["exclude"])
+    if args.json:
+        _print_json({"exclude": patterns})
+    else:
+        print("\n".join(patterns) if patterns else "(no exclusions beyond the built-in ones)")
+    return 0
+
+
+def cmd_service(args: argparse.Namespace) -> int:
+    from . import service
+
+    home = getattr(args, "home", None)
+    if args.action == "install":
+        unit = service.install(home, start=not args.no_start)
+        print(f"installed {unit.kind} service: {unit.path}")
+    elif args.action == "uninstall":
+        unit = service.uninstall()
+        print(f"removed {unit.path}")
+    else:
+        st = service.status()
+        if args.json:
+            _print_json(st)
+        else:
+            print(f"{st['kind']}: {'installed' if st['installed'] else 'not installed'} ({st['path']}), {st['state']}")
+    return 0
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from converters.errors import DeskdexError
+from converters.errors import DeskdexError, Interrupted
 from index import Collection, search
 
 from . import config as config_mod
@@ -41,20 +41,27 @@ class Daemon:
         self._records: list[Record] = []
         self._rescan: set[str] = set()
         self._cond = threading.Condition()
-        self._stop = False
+        self._stop = threading.Event()
         self._started = time.time()
         self._last_work = 0.0
         self.coll = Collection.open(cfg.home.data_dir, writable=True)
         self.reader = Collection.open(cfg.home.data_dir)
         self._read_lock = threading.Lock()
         self.indexer = Indexer(self.coll, cfg.limits, workers=int(cfg["workers"]), idle=True,
-                               commit_every=int(cfg["commit_every"]), commit_seconds=float(cfg["commit_seconds"]))
+                               commit_every=int(cfg["commit_every"]), commit_seconds=float(cfg["commit_seconds"]),
+                               stop=self._stop)
         self.watcher: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------
     def stop(self) -> None:
+        """Ask the daemon to stop: the file at hand is finished, the rest committed (signal-safe)."""
+        self._stop.set()
+        # Not under the condition's lock: this runs in a signal handler, maybe while the main
+        # thread holds it; the main loop looks at the event at least when it wakes.
+        threading.Thread(target=self._wake, daemon=True).start()
+
+    def _wake(self) -> None:
         with self._cond:
-            self._stop = True
             self._cond.notify_all()
 
     def close(self) -> None:
@@ -74,20 +81,23 @@ class Daemon:
             for root in roots:
                 if not self.watcher.add(root):
                     self.note(f"{root} cannot be watched live; it is rescanned on start")
-        self.reconcile(roots)
-        if once:
-            return
-        while True:
-            with self._cond:
-                while not self._stop and not self._has_work():
-                    self.state = "paused" if self.paused else "idle"
-                    self._cond.wait(self._wait_timeout())
-                    self._release_if_idle()
-                if self._stop:
-                    break
-                records, self._records = self._records, []
-                rescans, self._rescan = self._rescan, set()
-            self.apply(records, rescans)
+        try:
+            self.reconcile(roots)
+            if once:
+                return
+            while True:
+                with self._cond:
+                    while not self._stop.is_set() and not self._has_work():
+                        self.state = "paused" if self.paused else "idle"
+                        self._cond.wait(self._wait_timeout())
+                        self._release_if_idle()
+                    if self._stop.is_set():
+                        break
+                    records, self._records = self._records, []
+                    rescans, self._rescan = self._rescan, set()
+                self.apply(records, rescans)
+        except Interrupted as exc:
+            logger.info("%s", exc)
         self.state = "stopping"
 
     def _has_work(self) -> bool:
@@ -171,28 +181,51 @@ class Daemon:
             for path in rescans:
                 self.reconcile([p for p in roots if p == path or path.startswith(p.rstrip("/") + "/")
                                 or p.startswith(path.rstrip("/") + "/")] or [path])
+        except Interrupted:
+            raise
         except DeskdexError as exc:
             self.note(f"could not apply changes: {exc}")
         finally:
             self.current = None
             self._last_work = time.monotonic()
+            self.state = "paused" if self.paused else "idle"
 
     @staticmethod
     def _inside(path: str, roots: list[str]) -> bool:
         return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
     # -- requests (from the socket server's threads) --------------------------------------------------
+    def request_handlers(self) -> dict[str, Callable[[Any], Any]]:
+        """The socket server's table: each op gets the request's arguments and the caller (``peer``)."""
+        from .server import RequestError
+
+        def adapt(fn: Callable[..., dict[str, Any]]) -> Callable[[Any], Any]:
+            def handle(req: Any) -> Any:
+                try:
+                    return fn(peer=req.peer, **req.args)
+                except DeskdexError as exc:
+                    raise RequestError(exc.code, str(exc)) from exc
+                except TypeError as exc:
+                    raise RequestError("bad_args", f"{req.op}: {exc}") from exc
+            return handle
+
+        return {op: adapt(fn) for op, fn in self.handlers().items()}
+
     def handlers(self) -> dict[str, Callable[..., dict[str, Any]]]:
         return {"status": self.op_status, "search": self.op_search, "pause": self.op_pause,
                 "resume": self.op_resume, "watch_list": self.op_watch_list, "watch_add": self.op_watch_add,
                 "watch_remove": self.op_watch_remove, "exclude_list": self.op_exclude_list,
                 "exclude_add": self.op_exclude_add, "exclude_remove": self.op_exclude_remove}
 
-    def op_status(self, **_: Any) -> dict[str, Any]:
+    def op_status(self, failures: bool = False, **_: Any) -> dict[str, Any]:
+        from .cli import failure_list
+
         with self._read_lock:
             counts = self.reader.catalog.counts()
             last = self.reader.catalog.get_meta("last_commit")
             sizes = self.reader.sizes()
+            if failures:
+                counts["failures"] = failure_list(self.reader)
         me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         with self._cond:
             queue = len(self._records) + len(self._rescan)
@@ -200,6 +233,7 @@ class Daemon:
                 "cpu_seconds": round(me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, 2),
                 "last_commit": float(last) if last else None, "folders": self.cfg.folders(),
                 "offline": sorted(self.offline), "notes": self.notes, "pid": os.getpid(),
+                "converted": self.indexer.converted, "paused": self.paused,
                 "uptime": round(time.time() - self._started, 1)}
 
     def op_search(self, query: str = "", limit: int = 10, offset: int = 0, sort: str = "relevance",

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from converters import Limits, Outcome, Source, path_to_uri
-from converters.errors import UnreadableFile
+from converters.errors import Interrupted, UnreadableFile
 from converters.isolation import WorkerPool
 from index import Collection, Row
 from index.checksums import raw_checksum
@@ -45,7 +46,8 @@ Progress = Callable[[int, str], None]  # (files done since the last call, curren
 
 class Indexer:
     def __init__(self, coll: Collection, limits: Limits = Limits(), workers: int = 2, idle: bool = False,
-                 commit_every: int = 1000, commit_seconds: float = 30.0) -> None:
+                 commit_every: int = 1000, commit_seconds: float = 30.0,
+                 stop: threading.Event | None = None) -> None:
         self.coll = coll
         self.limits = limits
         self.workers = workers
@@ -55,6 +57,8 @@ class Indexer:
         self._last_commit = time.monotonic()
         self._raw: dict[str, str] = {}  # raw checksum of each file out for conversion
         self._pool: WorkerPool | None = None
+        self.converted = 0  # files converted since start (a move or rename must not add to it)
+        self.stop = stop  # set by another thread: finish the file at hand, commit, raise Interrupted
 
     def scan(self, roots: Iterable[str], excludes: Iterable[str] = ()) -> list[FileInfo]:
         excluder = Excluder(excludes)
@@ -79,12 +83,15 @@ class Indexer:
         """Convert or reuse what changed among ``files``; commits only when a batch is due."""
         summary = summary or Summary()
         wanted: dict[str, FileInfo] = {}
-        for source, outcomes in self.pool.map(self._to_convert(files, wanted, summary, progress)):
+        for source, outcomes in self.pool.map(self._to_convert(files, wanted, summary, progress), self.stop):
             info = wanted.pop(source.uri)
             self._store(info, outcomes, summary)
             if progress:
                 progress(1, info.path)
             self._maybe_commit()
+        if self.stop is not None and self.stop.is_set():
+            self._raw.clear()
+            raise Interrupted("stopped with files left to index; they are indexed on the next start")
         return summary
 
     @property
@@ -121,6 +128,8 @@ class Indexer:
                     progress: Progress | None) -> Iterator[Source]:
         """Yield what must be converted; settle unchanged and merely moved files on the way."""
         for info in files:
+            if self.stop is not None and self.stop.is_set():
+                return
             uri = path_to_uri(info.path)
             row = self.coll.get(uri)
             if row is not None and row.size == info.size and abs(row.mtime - info.mtime) < 1e-6:
@@ -179,6 +188,7 @@ class Indexer:
             self.coll.put(row, o.document)
             if i == 0:
                 summary.indexed += 1
+                self.converted += 1
             else:
                 summary.members += 1
 

@@ -3,15 +3,53 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from index.search import Results
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Hit:
+    """A search hit as the daemon sends it (index.search.Hit without importing the index)."""
+
+    uri: str
+    path: str
+    title: str
+    snippet: str
+    score: float
+    mime: str
+    mtime: int
+    size: int
+    ext: str = ""
+    source: str = "files"
+    cluster: int = 0
+    highlights: list[tuple[int, int]] | None = None
+    duplicates: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Results:
+    total: int
+    hits: list[Any]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Results":
+        names = set(Hit.__dataclass_fields__) - {"extra"}
+        hits = [Hit(**{k: v for k, v in h.items() if k in names},
+                    extra={k: v for k, v in h.items() if k not in names}) for h in data["hits"]]
+        return cls(total=data["total"], hits=hits)
+
+    def to_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {"total": self.total, "hits": [{**{k: v for k, v in asdict(h).items() if k != "extra"}, **h.extra}
+                                              if isinstance(h, Hit) else h.to_json() for h in self.hits]}
 
 BOLD, DIM, CYAN, YELLOW, RESET = "\033[1m", "\033[2m", "\033[36m", "\033[33m", "\033[0m"
 
 
-def render_hits(results: "Results", color: bool, links: bool = False) -> str:
+def render_hits(results: Results, color: bool, links: bool = False) -> str:
     if not results.hits:
         return "no results\n"
     out = []

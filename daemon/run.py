@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import signal
 import sys
-import threading
 from typing import Any
 
 from index import Collection
@@ -36,26 +35,27 @@ def _bar(total: int) -> Any:
 
 
 def run_daemon(cfg: Config, once: bool = False) -> int:
-    """Index the configured folders, then wait (live watching replaces the wait in step 4)."""
-    from .cli import format_summary
+    """The daemon in the foreground: one per home, reconcile, then watch and serve until SIGTERM/Ctrl-C."""
+    import os
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    roots = cfg.folders()
-    logger.info("indexing %s into %s", ", ".join(roots), cfg.home.data_dir)
-    try:
-        summary = run_index(cfg, roots, workers=int(cfg["workers"]), idle=True, progress=sys.stderr.isatty())
-    except KeyboardInterrupt:
-        logger.info("stopped; what was indexed so far is committed")
-        return 0
-    print(format_summary(summary), file=sys.stderr, flush=True)
-    logger.info("index ready: search with `deskdex search WORDS`%s", "" if once else "; Ctrl-C stops")
-    if once:
-        return 0
-    try:
-        while not stop.wait(3600):
-            pass
-    except KeyboardInterrupt:
-        pass
-    logger.info("stopped")
+    from .daemon import Daemon
+    from .instance import InstanceLock
+    from .server import Server, private_dir
+
+    home = cfg.home
+    with InstanceLock(os.path.join(home.data_dir, "daemon.lock")):
+        private_dir(home.runtime_dir)
+        daemon = Daemon(cfg)
+        server = None if once else Server(home.socket, daemon.request_handlers()).start()
+        previous = {sig: signal.signal(sig, lambda *_: daemon.stop()) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            logger.info("deskdex daemon %d: %s into %s", os.getpid(), ", ".join(cfg.folders()), home.data_dir)
+            daemon.run(once=once)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            if server is not None:
+                server.stop()
+            daemon.close()  # commits what is done
+        logger.info("stopped")
     return 0

@@ -1,0 +1,169 @@
+"""The live daemon as a user runs it: a real process, real inotify, the real socket."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+from .daemon_fixture import DaemonProcess
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    d = tmp_path / "docs"
+    (d / "projects" / "alpha").mkdir(parents=True)
+    (d / "notes.txt").write_text("shopping list: apples and pears\n")
+    (d / "projects" / "alpha" / "plan.txt").write_text("the alpha plan needs a zeppelin\n")
+    return d
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, docs: Path):
+    d = DaemonProcess(tmp_path / "home", [docs]).start()
+    yield d
+    d.stop()
+
+
+def test_changes_are_followed_live(daemon: DaemonProcess, docs: Path, tmp_path: Path):
+    assert daemon.search("apples") == [str(docs / "notes.txt")]
+    converted = daemon.call("status")["converted"]
+
+    # Created, then modified.
+    new = docs / "letter.txt"
+    new.write_text("dear aunt, thank you for the marmalade\n")
+    daemon.eventually("marmalade", [str(new)])
+    new.write_text("dear aunt, thank you for the chutney\n")
+    daemon.eventually("chutney", [str(new)])
+    daemon.eventually("marmalade", [])
+
+    # An editor's save: write a temp file, then rename it over the real one.
+    tmp = docs / ".notes.txt.swp"
+    tmp.write_text("shopping list: apples and quinces\n")
+    os.replace(tmp, docs / "notes.txt")
+    daemon.eventually("quinces", [str(docs / "notes.txt")])
+    assert daemon.search("swp") == []
+
+    # Renames and moves of files and folders are metadata updates, not conversions.
+    before = daemon.call("status")["converted"]
+    os.rename(new, docs / "thanks.txt")
+    daemon.eventually("chutney", [str(docs / "thanks.txt")])
+    os.rename(docs / "projects", docs / "work")
+    daemon.eventually("zeppelin", [str(docs / "work" / "alpha" / "plan.txt")])
+    assert daemon.call("status")["converted"] == before
+
+    # A folder moved out of the tree disappears; a deleted file too.
+    shutil.move(str(docs / "work"), str(tmp_path / "elsewhere"))
+    daemon.eventually("zeppelin", [])
+    (docs / "thanks.txt").unlink()
+    daemon.eventually("chutney", [])
+    st = daemon.wait_for(lambda st: st["state"] == "idle", what="idle after the last change")
+    assert st["queue"] == 0 and st["converted"] >= converted
+
+
+def test_pause_resume_watch_and_exclude(daemon: DaemonProcess, docs: Path, tmp_path: Path):
+    env = dict(os.environ, DESKDEX_HOME=str(daemon.home))
+
+    def cli(*args: str) -> str:
+        p = subprocess.run([sys.executable, "-m", "daemon.cli", *args], cwd=ROOT, env=env, capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    assert "paused" in cli("pause")
+    assert daemon.call("status")["state"] == "paused"
+    (docs / "later.txt").write_text("written while paused: a walrus\n")
+    time.sleep(1.5)
+    assert daemon.search("walrus") == []
+    assert daemon.call("status")["queue"] >= 1
+    cli("resume")
+    daemon.eventually("walrus", [str(docs / "later.txt")])
+
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "far.txt").write_text("a far away lighthouse\n")
+    assert str(extra) in cli("watch", "add", str(extra))
+    daemon.eventually("lighthouse", [str(extra / "far.txt")])
+    (extra / "near.txt").write_text("a nearby lighthouse\n")
+    daemon.eventually("lighthouse", [str(extra / "far.txt"), str(extra / "near.txt")])
+
+    cli("exclude", "add", "near.txt")
+    daemon.eventually("lighthouse", [str(extra / "far.txt")])
+    assert "near.txt" in cli("exclude", "list")
+    listed = cli("watch", "list")
+    assert str(docs) in listed and str(extra) in listed
+
+    cli("watch", "remove", str(extra))
+    daemon.eventually("lighthouse", [])
+    st = cli("status")
+    assert "running" in st and "documents:" in st
+
+
+def test_cli_searches_through_the_daemon_and_status_json(daemon: DaemonProcess, docs: Path):
+    env = dict(os.environ, DESKDEX_HOME=str(daemon.home))
+    p = subprocess.run([sys.executable, "-m", "daemon.cli", "search", "apples", "--json"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and '"notes.txt"' not in p.stderr
+    import json
+
+    res = json.loads(p.stdout)
+    assert [h["path"] for h in res["hits"]] == [str(docs / "notes.txt")] and res["total"] == 1
+    st = json.loads(subprocess.run([sys.executable, "-m", "daemon.cli", "status", "--json"], cwd=ROOT, env=env,
+                                   capture_output=True, text=True, timeout=60).stdout)
+    assert st["daemon"] is True and st["state"] in ("idle", "indexing", "scanning", "paused")
+    assert isinstance(st["queue"], int) and st["documents"] == 2 and st["cpu_seconds"] >= 0
+    bad = subprocess.run([sys.executable, "-m", "daemon.cli", "search", "(apples"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "never closed" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_second_daemon_on_the_same_home_says_so(daemon: DaemonProcess):
+    env = dict(os.environ, DESKDEX_HOME=str(daemon.home))
+    p = subprocess.run([sys.executable, "-m", "daemon.cli", "daemon"], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode != 0 and "already runs" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_private_files_and_socket(daemon: DaemonProcess):
+    home = daemon.home
+    for d in ("config", "data", "run"):
+        assert (home / d).stat().st_mode & 0o777 == 0o700, d
+    assert Path(daemon.socket).stat().st_mode & 0o777 == 0o600
+    assert (home / "data" / "catalog.sqlite").stat().st_mode & 0o777 == 0o600
+
+
+def test_catch_up_after_downtime_and_sigterm(tmp_path: Path, docs: Path):
+    d = DaemonProcess(tmp_path / "home", [docs]).start()
+    assert d.stop(signal.SIGTERM) == 0
+    # Changes while the daemon is down.
+    (docs / "notes.txt").unlink()
+    (docs / "fresh.txt").write_text("made while the daemon slept: an okapi\n")
+    os.rename(docs / "projects", docs / "old-projects")
+    d.start()
+    try:
+        assert d.search("apples") == []
+        assert d.search("okapi") == [str(docs / "fresh.txt")]
+        assert d.search("zeppelin") == [str(docs / "old-projects" / "alpha" / "plan.txt")]
+    finally:
+        d.stop()
+
+
+def test_unmounted_folder_is_kept_offline(tmp_path: Path, docs: Path):
+    d = DaemonProcess(tmp_path / "home", [docs]).start()
+    try:
+        gone = tmp_path / "unplugged"
+        d.stop()
+        shutil.move(str(docs), str(gone))
+        d.start()
+        st = d.call("status")
+        assert str(docs) in st["offline"] and st["documents"] == 2
+        assert d.search("apples") == [str(docs / "notes.txt")]
+    finally:
+        d.stop()
