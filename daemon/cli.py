@@ -72,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--offset", type=int, default=0, help="skip this many results first")
     s.add_argument("--sort", choices=("relevance", "date", "size"), default="relevance",
                    help="order by relevance (default), date (newest first) or size (largest first)")
+    s.add_argument("--all", action="store_true",
+                   help="show every near-duplicate too (default: the best of each duplicate cluster)")
     out = s.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print {total, hits: [...]} as JSON")
     out.add_argument("--paths", action="store_true", help="print one path a line (for xargs)")
@@ -100,6 +102,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--format", choices=("tagged", "text", "main"), default="tagged",
                    help="tagged text (default), plain text, or only the main content (boilerplate left out)")
     s.set_defaults(func=cmd_convert)
+
+    s = sub.add_parser("dups", parents=[common], help="duplicate clusters, or the near-duplicates of one file",
+                       description="Without PATH: every cluster of exact and near-duplicates, largest first, with "
+                                   "the bytes a user could reclaim. With PATH: the near-duplicates of that file "
+                                   "(indexed or not), with the share of words in common.")
+    s.add_argument("path", nargs="?", metavar="PATH")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--limit", type=_positive, default=None, help="show at most this many clusters")
+    s.set_defaults(func=cmd_dups)
 
     s = sub.add_parser("daemon", parents=[common], help="run the indexer in the foreground (what `make run` starts)",
                        description="Index the configured folders (default: Documents, else home), then stay up. Ctrl-C stops.")
@@ -215,7 +226,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     home = _home(args)
     limit = max(args.limit, args.open or 0)
     query = " ".join(args.query)
-    live = _daemon_call(home, "search", query=query, limit=limit, offset=args.offset, sort=args.sort)
+    live = _daemon_call(home, "search", query=query, limit=limit, offset=args.offset, sort=args.sort,
+                        all=args.all)
     if live is not None:
         results = Results.from_json(live)
     else:
@@ -223,7 +235,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         with Collection.open(home.data_dir) as coll:
             results = search(coll, query, limit=limit, offset=args.offset, sort=args.sort,
-                             snippets=not (args.paths or args.open))
+                             snippets=not (args.paths or args.open), collapse=not args.all)
     if args.json:
         _print_json(results.to_json())
     elif args.paths:
@@ -400,6 +412,53 @@ def cmd_convert(args: argparse.Namespace) -> int:
                 print(f"--- {o.uri}")
             print(o.document.text(main_only=args.format == "main"))
     return status
+
+
+def cmd_dups(args: argparse.Namespace) -> int:
+    home = _home(args)
+    if args.path is not None:
+        path = os.path.abspath(args.path)
+        if not os.path.isfile(path):
+            print(f"deskdex: no such file: {args.path}", file=sys.stderr)
+            return EXIT_USAGE
+        found = _daemon_call(home, "dups", path=path)
+        if found is None:
+            from .duplicates import near_duplicates
+            from index import Collection
+
+            with Collection.open(home.data_dir, writable=True) as coll:
+                found = near_duplicates(coll, path)
+        if args.json:
+            _print_json(found)
+        elif not found["duplicates"]:
+            print(f"no near-duplicates of {path}")
+        else:
+            for d in found["duplicates"]:
+                print(f"{d['similarity']:4.0%} of words in common  {d['uri'] if '#' in d['uri'] else d['path']}")
+        return 0
+    found = _daemon_call(home, "dups")
+    if found is None:
+        from .duplicates import clusters
+        from index import Collection
+
+        with Collection.open(home.data_dir) as coll:
+            found = clusters(coll)
+    if args.limit:
+        found["clusters"] = found["clusters"][: args.limit]
+    if args.json:
+        _print_json(found)
+        return 0
+    if not found["clusters"]:
+        print("no duplicates found")
+        return 0
+    from .render import human
+
+    for c in found["clusters"]:
+        print(f"{len(c['documents'])} copies, {human(c['reclaimable'])} reclaimable:")
+        for d in c["documents"]:
+            print(f"  {d['uri'] if '#' in d['uri'] else d['path']}  {human(d['size'])}")
+    print(f"{len(found['clusters'])} clusters, {human(found['reclaimable'])} reclaimable in all")
+    return 0
 
 
 def cmd_pause_resume(args: argparse.Namespace) -> int:

@@ -215,7 +215,8 @@ class Daemon:
         return {"status": self.op_status, "search": self.op_search, "pause": self.op_pause,
                 "resume": self.op_resume, "watch_list": self.op_watch_list, "watch_add": self.op_watch_add,
                 "watch_remove": self.op_watch_remove, "exclude_list": self.op_exclude_list,
-                "exclude_add": self.op_exclude_add, "exclude_remove": self.op_exclude_remove}
+                "exclude_add": self.op_exclude_add, "exclude_remove": self.op_exclude_remove,
+                "dups": self.op_dups, "duplicates": self.op_duplicates}
 
     def op_status(self, failures: bool = False, **_: Any) -> dict[str, Any]:
         from .cli import failure_list
@@ -237,9 +238,27 @@ class Daemon:
                 "uptime": round(time.time() - self._started, 1)}
 
     def op_search(self, query: str = "", limit: int = 10, offset: int = 0, sort: str = "relevance",
-                  **_: Any) -> dict[str, Any]:
+                  all: bool = False, **_: Any) -> dict[str, Any]:
         with self._read_lock:
-            return search(self.reader, query, limit=int(limit), offset=int(offset), sort=sort).to_json()
+            return search(self.reader, query, limit=int(limit), offset=int(offset), sort=sort,
+                          collapse=not all).to_json()
+
+    def op_dups(self, path: str | None = None, **_: Any) -> dict[str, Any]:
+        from .duplicates import clusters, near_duplicates
+
+        with self._read_lock:
+            if path is None:
+                return clusters(self.reader)
+        # The duplicate tables live with the writer; the main thread may be using it.
+        with self._cond:
+            return near_duplicates(self.coll, path)
+
+    def op_duplicates(self, uri: str = "", **_: Any) -> dict[str, Any]:
+        """The other documents of a search hit's cluster (the tray expands a hit with them)."""
+        with self._read_lock:
+            row = self.reader.get(uri)
+            others = self.reader.duplicates_of(row) if row is not None else []
+        return {"paths": [r.uri if "#" in r.uri else r.path for r in others]}
 
     def op_pause(self, **_: Any) -> dict[str, Any]:
         with self._cond:

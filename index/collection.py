@@ -21,6 +21,7 @@ from converters.errors import IndexBusy, IndexMissing, StoreError
 
 from . import fulltext
 from .checksums import bytes_checksum, text_checksum
+from .duplicates import DEFAULT_K, DEFAULT_MIN_SIMILARITY, DuplicateIndex
 from .store import Catalog, Row
 
 logger = logging.getLogger(__name__)
@@ -31,7 +32,8 @@ LOCK = "writer.lock"
 
 
 class Collection:
-    def __init__(self, data_dir: str, writable: bool) -> None:
+    def __init__(self, data_dir: str, writable: bool, dup_k: int | None = None,
+                 dup_min_similarity: float | None = None) -> None:
         self.data_dir = data_dir
         self.writable = writable
         self._lock_fd: int | None = None
@@ -59,10 +61,17 @@ class Collection:
             self.catalog.set_meta("schema", fulltext.SCHEMA_VERSION)
             self.catalog.commit()
             self._replay_pending()
+            self.catalog.begin()
+            self.dups = DuplicateIndex(self.catalog.db, dup_k or DEFAULT_K,
+                                       dup_min_similarity if dup_min_similarity is not None else DEFAULT_MIN_SIMILARITY)
+            if self.dups.rebuilt.docs:  # new thresholds: every cluster id may have moved
+                self._recluster(set(self.dups.rebuilt.docs))
+            self.commit()
 
     @classmethod
-    def open(cls, data_dir: str, writable: bool = False) -> "Collection":
-        return cls(data_dir, writable)
+    def open(cls, data_dir: str, writable: bool = False, dup_k: int | None = None,
+             dup_min_similarity: float | None = None) -> "Collection":
+        return cls(data_dir, writable, dup_k, dup_min_similarity)
 
     def _lock(self) -> None:
         fd = os.open(os.path.join(self.data_dir, LOCK), os.O_CREAT | os.O_RDWR, 0o600)
@@ -125,20 +134,34 @@ class Collection:
             row.title = doc.title
             row.mime = doc.mime
             self.catalog.put_text(row.blob, data)
+        self._store(row, doc)
+
+    def _store(self, row: Row, doc: Document | None) -> None:
+        """Catalog row, duplicate clusters and tantivy entry for one document."""
         self.catalog.put(row)
+        doc_id = self.catalog.doc_id(row.uri)
+        touched = {doc_id}
+        before = {c for c in (self.dups.cluster_of(doc_id),) if c is not None}
+        if doc is not None and row.status == "ok":
+            changes = self.dups.add(doc_id, doc.body_text(), doc.body_text(boilerplate=True), text_sum=row.text_sum)
+        else:
+            changes = self.dups.remove(doc_id)
+        row.cluster = self._cluster_value(doc_id)
+        self.catalog.set_cluster(doc_id, row.cluster)
         self._index(row, doc)
+        self._recluster(set(changes.docs) | touched, before, skip=doc_id)
 
     def reuse(self, row: Row, same: Row) -> None:
         """Store ``row`` with the text of ``same`` (identical bytes): no conversion."""
         row.blob, row.text_sum, row.title, row.mime = same.blob, same.text_sum, same.title, same.mime
-        self.catalog.put(row)
-        self._index(row, self.document(row))
+        self._store(row, self.document(row))
 
     def move(self, old_uri: str, new_uri: str, new_path: str) -> int:
         """Give a document (and its members) a new URI and path, keeping its stored text."""
         row = self.catalog.get(old_uri)
         if row is None:
             return 0
+        # The moved rows get new ids: their duplicate entries follow through delete and _store.
         moved = [(row, new_uri)] + [
             (r, new_uri + r.uri[len(old_uri):]) for u in self.catalog.descendants(old_uri)
             if (r := self.catalog.get(u)) is not None
@@ -148,17 +171,52 @@ class Collection:
             if r.parent is not None:
                 r.parent = new_uri + r.parent[len(old_uri):]
             r.uri, r.path = uri, new_path
-            self.catalog.put(r)
-            self._index(r, self.document(r) if r.status == "ok" else None)
+            self._store(r, self.document(r) if r.status == "ok" else None)
         return len(moved)
 
     def delete(self, uri: str) -> int:
         assert self._writer is not None
+        ids = [i for u in [uri] + self.catalog.descendants(uri) if (i := self.catalog.doc_id(u)) is not None]
+        before = {c for i in ids if (c := self.dups.cluster_of(i)) is not None}
+        changed: set[int] = set()
+        for i in ids:
+            changed |= self.dups.remove(i).docs
         gone = self.catalog.delete(uri)
         for u in gone:
             self._writer.delete_documents_by_term("uri", u)
         self._dirty += len(gone)
+        self._recluster(changed - set(ids), before)
         return len(gone)
+
+    # -- duplicate clusters -----------------------------------------------------------------
+    def _cluster_value(self, doc_id: int) -> int | None:
+        """The cluster id a document carries: its cluster's, when that holds two or more documents."""
+        c = self.dups.cluster_of(doc_id)
+        return c if c is not None and len(self.dups.clusters_.members(c)) > 1 else None
+
+    def _recluster(self, docs: set[int], clusters_before: set[int] = frozenset(), skip: int | None = None) -> None:
+        """Bring the cluster id of ``docs`` (and of every member of their clusters, before and
+        after) up to date in the catalog and in tantivy."""
+        check = set(docs)
+        for c in set(clusters_before) | {c for d in docs if (c := self.dups.cluster_of(d)) is not None}:
+            check.update(self.dups.clusters_.members(c))
+        check.discard(skip)  # type: ignore[arg-type]
+        for d in check:
+            row = self.catalog.row_by_id(d)
+            if row is None:
+                continue
+            value = self._cluster_value(d)
+            if row.cluster != value:
+                row.cluster = value
+                self.catalog.set_cluster(d, value)
+                self.catalog.mark_pending(row.uri)
+                self._index(row, self.document(row) if row.status == "ok" else None)
+
+    def duplicates_of(self, row: Row) -> list[Row]:
+        """The other documents of a row's cluster."""
+        if row.cluster is None:
+            return []
+        return [r for r in self.catalog.rows("cluster=?", (row.cluster,)) if r.uri != row.uri]
 
     def _index(self, row: Row, doc: Document | None) -> None:
         assert self._writer is not None

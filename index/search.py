@@ -28,6 +28,7 @@ class Hit:
     source: str = "files"
     cluster: int = 0
     highlights: list[tuple[int, int]] | None = None  # character ranges in ``snippet``
+    duplicates: int = 0  # other documents of its duplicate cluster (hidden unless ``collapse`` is off)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,19 +54,54 @@ def parse(index: tantivy.Index, query: str) -> tantivy.Query:
 
 
 def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snippets: bool = True,
-           sort: str = "relevance") -> Results:
+           sort: str = "relevance", collapse: bool = True) -> Results:
+    """Ranked hits; with ``collapse`` one per duplicate cluster (the best: most relevant, then
+    most recent), each saying how many near-duplicates it stands for."""
     if sort not in SORTS:
         raise QueryError(f"cannot sort by {sort!r}: use one of {', '.join(SORTS)}")
     q = parse(coll.index, query)
     coll.index.reload()
     searcher = coll.index.searcher()
-    # limit 0 panics inside tantivy (a BaseException): always ask for at least one hit.
-    result = searcher.search(q, max(1, limit), count=True, offset=offset, order_by_field=SORTS[sort])
+    if not collapse:
+        # limit 0 panics inside tantivy (a BaseException): always ask for at least one hit.
+        result = searcher.search(q, max(1, limit), count=True, offset=offset, order_by_field=SORTS[sort])
+        return _results(coll, searcher, q, result.hits, result.count or 0, sort, snippets, limit, counts=True)
+    window = (offset + limit) * 3 + 20
+    while True:
+        result = searcher.search(q, window, count=True, order_by_field=SORTS[sort])
+        picked = _collapse(searcher, result.hits, sort)
+        if len(picked) >= offset + limit or len(result.hits) < window:
+            break
+        window *= 4  # many duplicates among the first hits: look further
+    total = result.count or 0
+    return _results(coll, searcher, q, picked[offset:offset + limit], total, sort, snippets, limit, counts=True)
+
+
+def _collapse(searcher: tantivy.Searcher, hits: list[Any], sort: str) -> list[Any]:
+    """One hit per cluster: the first in rank order, ties in score going to the newest."""
+    docs = [(key, address, searcher.doc(address).to_dict()) for key, address in hits]
+    if sort == "relevance":
+        docs.sort(key=lambda t: (-float(t[0]), -int(_one(t[2], "mtime", 0))))
+    seen: set[int] = set()
+    out = []
+    for key, address, d in docs:
+        cluster = int(_one(d, "cluster", 0))
+        if cluster:
+            if cluster in seen:
+                continue
+            seen.add(cluster)
+        out.append((key, address))
+    return out
+
+
+def _results(coll: Collection, searcher: tantivy.Searcher, q: tantivy.Query, hits: list[Any], total: int,
+             sort: str, snippets: bool, limit: int, counts: bool) -> Results:
+    """Hits with their stored fields, snippets and duplicate counts."""
     gen = tantivy.SnippetGenerator.create(searcher, q, coll.index.schema, "body") if snippets else None
     if gen is not None:
         gen.set_max_num_chars(200)
-    hits = []
-    for score, address in result.hits:
+    out = []
+    for score, address in hits:
         d = searcher.doc(address).to_dict()
         hit = Hit(
             uri=_one(d, "uri"), path=_one(d, "path"),
@@ -75,8 +111,11 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
         )
         if gen is not None:
             hit.snippet, hit.highlights = _snippet(coll, gen, _one(d, "blob"))
-        hits.append(hit)
-    return Results(total=result.count or 0, hits=hits[:limit])
+        if counts and hit.cluster:
+            hit.duplicates = coll.catalog.db.execute("SELECT count(*) - 1 FROM docs WHERE cluster=?",
+                                                     (hit.cluster,)).fetchone()[0]
+        out.append(hit)
+    return Results(total=total, hits=out[:limit])
 
 
 def _one(d: dict[str, list[Any]], key: str, default: Any = "") -> Any:

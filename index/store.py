@@ -46,6 +46,7 @@ CREATE INDEX IF NOT EXISTS docs_parent ON docs(parent);
 CREATE INDEX IF NOT EXISTS docs_raw ON docs(raw_sum);
 CREATE INDEX IF NOT EXISTS docs_path ON docs(path);
 CREATE INDEX IF NOT EXISTS docs_blob ON docs(blob);
+CREATE INDEX IF NOT EXISTS docs_cluster ON docs(cluster);
 CREATE TABLE IF NOT EXISTS texts(key TEXT PRIMARY KEY, data BLOB NOT NULL, size INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS pending(uri TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -135,6 +136,22 @@ class Catalog:
             tuple(getattr(row, c) for c in COLUMNS),
         )
         self.db.execute("INSERT OR IGNORE INTO pending(uri) VALUES(?)", (row.uri,))
+
+    def doc_id(self, uri: str) -> int | None:
+        r = self.db.execute("SELECT id FROM docs WHERE uri=?", (uri,)).fetchone()
+        return r[0] if r else None
+
+    def row_by_id(self, doc_id: int) -> Row | None:
+        r = self.db.execute(_SELECT + " WHERE id=?", (doc_id,)).fetchone()
+        return Row(*r) if r else None
+
+    def set_cluster(self, doc_id: int, cluster: int | None) -> None:
+        self.begin()
+        self.db.execute("UPDATE docs SET cluster=? WHERE id=?", (cluster, doc_id))
+
+    def mark_pending(self, uri: str) -> None:
+        self.begin()
+        self.db.execute("INSERT OR IGNORE INTO pending(uri) VALUES(?)", (uri,))
 
     def delete(self, uri: str) -> list[str]:
         """Delete a document and everything inside it; returns the URIs removed."""
