@@ -166,7 +166,8 @@ def _crawl_env(args: argparse.Namespace) -> Any:
         from . import config
         from .websink import IndexSink
 
-        return IndexSink(Collection.open(home.data_dir, writable=True), config.load(home).limits)
+        cfg = config.load(home)
+        return IndexSink(cfg.open_collection(writable=True), cfg.limits)
 
     return CrawlEnv(config_path=home.config_file, state_path=os.path.join(home.data_dir, "crawl-state.json"),
                     open_sink=open_sink)
@@ -423,10 +424,10 @@ def cmd_dups(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         found = _daemon_call(home, "dups", path=path)
         if found is None:
+            from . import config
             from .duplicates import near_duplicates
-            from index import Collection
 
-            with Collection.open(home.data_dir, writable=True) as coll:
+            with config.load(home).open_collection(writable=True) as coll:
                 found = near_duplicates(coll, path)
         if args.json:
             _print_json(found)

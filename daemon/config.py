@@ -35,6 +35,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_file_mb", 256, "Files larger than this are recorded as too large and not read."),
     Setting("commit_every", 1000, "Documents between two commits while indexing."),
     Setting("commit_seconds", 30.0, "Longest time between two commits while indexing."),
+    Setting("dup_k", 4, "Near-duplicates: most simhash bits two documents may differ in (docs/duplicates.md)."),
+    Setting("dup_min_similarity", 0.5, "Near-duplicates: least share of word 5-gram fingerprints in common."),
+    Setting("index_on_battery", False, "Keep indexing when the computer runs on battery (else wait for power)."),
+    Setting("cpu_budget", 100, "Percent of the time the daemon may spend converting (a duty cycle; 100: no pause)."),
 )
 DEFAULTS = {s.name: s.default for s in SETTINGS}
 
@@ -52,6 +56,12 @@ class Config:
         return Limits(time_seconds=float(self["time_limit"]),
                       memory_bytes=int(self["memory_limit_mb"]) * 2**20,
                       file_bytes=int(self["max_file_mb"]) * 2**20)
+
+    def open_collection(self, writable: bool = False) -> Any:
+        from index import Collection
+
+        return Collection.open(self.home.data_dir, writable, dup_k=int(self["dup_k"]),
+                               dup_min_similarity=float(self["dup_min_similarity"]))
 
     def folders(self) -> list[str]:
         if self["folders"]:

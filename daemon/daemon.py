@@ -38,13 +38,15 @@ class Daemon:
         self.notes: list[str] = []
         self.offline: set[str] = set()
         self.paused = False
+        self.on_battery = False
+        self._busy_since = time.monotonic()
         self._records: list[Record] = []
         self._rescan: set[str] = set()
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._started = time.time()
         self._last_work = 0.0
-        self.coll = Collection.open(cfg.home.data_dir, writable=True)
+        self.coll = cfg.open_collection(writable=True)
         self.reader = Collection.open(cfg.home.data_dir)
         self._read_lock = threading.Lock()
         self.indexer = Indexer(self.coll, cfg.limits, workers=int(cfg["workers"]), idle=True,
@@ -88,7 +90,7 @@ class Daemon:
             while True:
                 with self._cond:
                     while not self._stop.is_set() and not self._has_work():
-                        self.state = "paused" if self.paused else "idle"
+                        self.state = "paused" if self.paused or self.on_battery else "idle"
                         self._cond.wait(self._wait_timeout())
                         self._release_if_idle()
                     if self._stop.is_set():
@@ -101,9 +103,23 @@ class Daemon:
         self.state = "stopping"
 
     def _has_work(self) -> bool:
-        return not self.paused and bool(self._records or self._rescan)
+        return not self.paused and not self._battery_hold() and bool(self._records or self._rescan)
+
+    def _battery_hold(self) -> bool:
+        """True while work waits for mains power (checked only when there is work)."""
+        if self.cfg["index_on_battery"] or not (self._records or self._rescan):
+            self.on_battery = False
+            return False
+        from .power import on_battery
+
+        was, self.on_battery = self.on_battery, on_battery()
+        if self.on_battery and not was:
+            self.note("on battery: indexing waits for mains power (setting index_on_battery)")
+        return self.on_battery
 
     def _wait_timeout(self) -> float | None:
+        if self.on_battery:
+            return 60.0  # look at the power supply again in a minute, only while work waits
         if self.indexer._pool is not None:
             return max(0.1, self._last_work + IDLE_RELEASE_SECONDS - time.monotonic())
         return None  # nothing to do: sleep until something happens
@@ -133,6 +149,7 @@ class Daemon:
     def reconcile(self, roots: list[str]) -> Summary:
         """Bring the catalog in line with the disk under ``roots`` (changes made while we were down)."""
         self.state = "scanning"
+        self._busy_since = time.monotonic()
         present = [r for r in roots if os.path.isdir(r) or os.path.isfile(r)]
         for r in set(roots) - set(present):
             if r not in self.offline:
@@ -150,6 +167,13 @@ class Daemon:
 
     def _progress(self, n: int, path: str) -> None:
         self.current = path
+        budget = float(self.cfg["cpu_budget"])
+        if 0 < budget < 100:
+            # A duty cycle: after busy time t, rest t * (100 / budget - 1).
+            busy = time.monotonic() - self._busy_since
+            if busy > 0.5:
+                self._stop.wait(busy * (100.0 / budget - 1.0))
+                self._busy_since = time.monotonic()
 
     def apply(self, records: list[Record], rescans: set[str]) -> None:
         self.state = "indexing"

@@ -7,8 +7,6 @@ import signal
 import sys
 from typing import Any
 
-from index import Collection
-
 from .config import Config
 from .pipeline import Indexer, Summary
 
@@ -16,7 +14,7 @@ logger = logging.getLogger(__name__)
 
 
 def run_index(cfg: Config, roots: list[str], workers: int, idle: bool, progress: bool) -> Summary:
-    with Collection.open(cfg.home.data_dir, writable=True) as coll:
+    with cfg.open_collection(writable=True) as coll:
         indexer = Indexer(coll, cfg.limits, workers=workers, idle=idle, commit_every=cfg["commit_every"],
                           commit_seconds=cfg["commit_seconds"])
         files = indexer.scan(roots, cfg["exclude"])

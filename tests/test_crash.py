@@ -1,0 +1,69 @@
+"""kill -9 at random moments, with the disk changing in between: after a restart the index, the
+store and the disk agree (no lost, ghost or doubled documents)."""
+
+from __future__ import annotations
+
+import random
+import signal
+import sqlite3
+import time
+from pathlib import Path
+
+from .daemon_fixture import DaemonProcess
+
+
+def word(i: int) -> str:
+    # One unique word per file, that no stemmer shortens: qbcdx.
+    return "q" + "".join("bcdfghjklm"[int(c)] for c in str(i)) + "x"
+
+
+def test_kill_minus_nine_many_times_then_agree(tmp_path: Path):
+    rnd = random.Random(20261202)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    alive: dict[int, Path] = {}
+    for i in range(400):
+        sub = docs / f"d{i % 7}"
+        sub.mkdir(exist_ok=True)
+        p = sub / f"f{i}.txt"
+        p.write_text(f"common words here and {word(i)} for file {i}\n" * 3)
+        alive[i] = p
+    nxt = 400
+    d = DaemonProcess(tmp_path / "home", [docs])
+    for round_ in range(8):
+        d.start(wait=False)
+        time.sleep(rnd.uniform(0.3, 2.5))
+        d.stop(signal.SIGKILL)
+        # The disk moves on while the daemon is dead.
+        for _ in range(15):
+            op = rnd.random()
+            if op < 0.35 and alive:
+                i = rnd.choice(sorted(alive))
+                alive.pop(i).unlink()
+            elif op < 0.7:
+                sub = docs / f"d{nxt % 7}"
+                p = sub / f"f{nxt}.txt"
+                p.write_text(f"common words here and {word(nxt)} for file {nxt}\n")
+                alive[nxt] = p
+                nxt += 1
+            else:
+                i = rnd.choice(sorted(alive))
+                new = alive[i].with_name(f"renamed-{round_}-{alive[i].name}")
+                alive[i].rename(new)
+                alive[i] = new
+    d.start(wait=True)
+    try:
+        st = d.call("status")
+        assert st["documents"] == len(alive) and st["failed"] == 0, st
+        assert d.call("search", query="common", limit=1)["total"] == len(alive)
+        for i, p in rnd.sample(sorted(alive.items()), 60):
+            assert d.search(word(i)) == [str(p)], (i, p)
+        gone = [i for i in range(nxt) if i not in alive]
+        for i in rnd.sample(gone, min(40, len(gone))):
+            assert d.search(word(i)) == [], i
+    finally:
+        d.stop()
+    db = sqlite3.connect(tmp_path / "home" / "data" / "catalog.sqlite")
+    paths = sorted(r[0] for r in db.execute("SELECT path FROM docs"))
+    assert paths == sorted(str(p) for p in alive.values())
+    assert db.execute("SELECT count(*) FROM pending").fetchone()[0] == 0
