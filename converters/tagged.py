@@ -104,8 +104,9 @@ def _block(el: etree._Element) -> Block:
 
 
 def plain_text(data: str | bytes) -> str:
-    """The text of stored tagged text, without building a Document (used for snippets)."""
+    """The text of the blocks of stored tagged text, without building a Document (for snippets,
+    which come from the body: the title is shown beside them already)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     root = etree.fromstring(data, _PARSER)
-    return "\n".join("".join(el.itertext()) for el in root if el.tag != "meta")
+    return "\n".join("".join(el.itertext()) for el in root if el.tag not in ("meta", "title"))

@@ -131,7 +131,7 @@ def _snippet(coll: Collection, gen: tantivy.SnippetGenerator, blob: str) -> tupl
     sn = gen.snippet_from_doc(tantivy.Document(body=text))
     fragment = sn.fragment()
     if not fragment:
-        lines = [ln for ln in text.split("\n")[1:] if ln.strip()] or [text]
+        lines = [ln for ln in text.split("\n") if ln.strip()] or [text]
         return " ".join(" ".join(lines).split())[:200], []
     raw = fragment.encode("utf-8")
     # tantivy gives UTF-8 byte offsets; callers want character offsets.

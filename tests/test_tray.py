@@ -160,7 +160,7 @@ def test_search_as_you_type(tray: Any, daemon: FakeDaemon) -> None:
     assert [r["query"] for r in daemon.requests("search")] == ["budget"]
     shown = titles(w)
     assert shown[0].startswith("Quarterly budget 2026 — /home/ada/Documents/reports/quarterly-budget-2026.pdf")
-    assert shown[0].endswith("2 identical copies")
+    assert shown[0].endswith("2 near-duplicates")
     assert shown[1].startswith("Budget meeting notes") and "cop" not in shown[1]
     assert w.info.text() == "2 results"
     from daemon.tray.search_window import HTML_ROLE
@@ -316,3 +316,41 @@ def test_snippet_highlight_is_escaped() -> None:
     from daemon.tray.search_window import snippet_html
 
     assert snippet_html("a <b> budget & more", [[6, 12], [8, 10]]) == "a &lt;b&gt; <b>budget</b> &amp; more"
+
+
+def test_search_window_against_the_real_daemon(qapp: Any, tmp_path: Path) -> None:
+    """The tray with a real `deskdex daemon` (not the stand-in): type, see real results and duplicates."""
+    from PySide6.QtTest import QTest
+
+    from daemon.tray.app import TrayApp
+
+    from .daemon_fixture import DaemonProcess
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    body = " ".join(f"sentence {i} about the lighthouse keeper and the northern harbour lights." for i in range(30))
+    (docs / "keeper.txt").write_text("Lighthouse keeper\n\n" + body)
+    (docs / "keeper-copy.txt").write_text("Lighthouse keeper\n\n" + body)
+    (docs / "ferry.txt").write_text("Ferry timetable\n\nThe ferry to the lighthouse leaves at noon.\n")
+    real = DaemonProcess(tmp_path / "home", [docs]).start()
+    t = TrayApp(real.socket, poll_ms=150)
+    try:
+        t.start()
+        wait_for(lambda: t.error is None, "the tray's first status from the real daemon")
+        t.search_action.trigger()
+        w = t.search_window
+        QTest.keyClicks(w.box, "lighthouse", delay=30)
+        wait_for(lambda: w.results.topLevelItemCount() == 2, "two results (the copy folded into its original)",
+                 timeout=15)
+        shown = titles(w)
+        keeper = next(s for s in shown if s.startswith("Lighthouse keeper"))
+        assert "1 near-duplicate" in keeper, shown
+        assert any(s.startswith("Ferry timetable") for s in shown)
+        item = next(w.results.topLevelItem(i) for i in range(2) if w.results.topLevelItem(i).text(0) == keeper)
+        item.setExpanded(True)
+        wait_for(lambda: item.childCount() == 1, "the copy listed under its original")
+        assert item.child(0).text(0) in (str(docs / "keeper.txt"), str(docs / "keeper-copy.txt"))
+        print("screenshot:", screenshot("search-window-real-daemon.png", w))
+    finally:
+        t.close()
+        real.stop()

@@ -1,14 +1,12 @@
 """The tray's one line to the daemon: a JSON request over its Unix socket, one JSON response back.
 
-Kept to one function, :func:`call`, with the same shape as ``daemon/client.py`` (written in parallel) so
-it can be swapped for it. Nothing here imports Qt: :class:`Caller` in ``app.py`` runs calls off the UI
+One function, :func:`call`, over ``daemon/client.py``, turning its errors into the tray's
+(:class:`DaemonUnavailable` shows as the error state). Nothing here imports Qt: :class:`Caller` in ``app.py`` runs calls off the UI
 thread."""
 
 from __future__ import annotations
 
-import json
 import logging
-import socket
 from typing import Any
 
 from converters.errors import DeskdexError
@@ -16,7 +14,6 @@ from converters.errors import DeskdexError
 logger = logging.getLogger(__name__)
 
 TIMEOUT = 10.0  # seconds; a search over a big index answers in well under one
-MAX_LINE = 64 * 1024 * 1024
 
 
 class DaemonError(DeskdexError):
@@ -36,25 +33,15 @@ class DaemonUnavailable(DaemonError):
 
 def call(socket_path: str, op: str, timeout: float = TIMEOUT, **args: Any) -> dict[str, Any]:
     """Send ``{"op": op, **args}`` and return the response's ``result``; raise :class:`DaemonError`."""
-    request = json.dumps({"op": op, **args}, ensure_ascii=False).encode() + b"\n"
+    from .. import client
+
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(timeout)
-            s.connect(socket_path)
-            s.sendall(request)
-            with s.makefile("rb") as f:
-                line = f.readline(MAX_LINE)
-    except (FileNotFoundError, ConnectionRefusedError) as exc:
-        raise DaemonUnavailable(f"the deskdex daemon is not running (no socket at {socket_path})") from exc
+        return client.call(socket_path, op, timeout=timeout, **args) or {}
+    except client.NotRunning as exc:
+        raise DaemonUnavailable(f"the deskdex daemon is not running ({exc})") from exc
+    except client.DaemonError as exc:
+        raise DaemonError(exc.code, exc.message) from exc
     except OSError as exc:  # timeout, reset, permission
         raise DaemonUnavailable(f"cannot talk to the deskdex daemon at {socket_path}: {exc}") from exc
-    if not line:
-        raise DaemonUnavailable(f"the deskdex daemon at {socket_path} closed the connection without answering")
-    try:
-        response = json.loads(line)
     except ValueError as exc:
-        raise DaemonError("internal", f"the daemon sent something that is not JSON: {line[:200]!r}") from exc
-    if response.get("ok"):
-        return response.get("result") or {}
-    error = response.get("error") or {}
-    raise DaemonError(str(error.get("code", "internal")), str(error.get("message", "unknown error")))
+        raise DaemonError("internal", f"the daemon sent something that is not JSON: {exc}") from exc

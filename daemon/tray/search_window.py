@@ -1,5 +1,5 @@
 """The search window: a box that searches as you type, results with title, path, date and a snippet with
-the matched words in bold, and the number of identical copies, expandable to their paths.
+the matched words in bold, and the number of near-duplicates it stands for, expandable to their paths.
 
 Keys: Enter opens the selected result (the first if none is), Ctrl+Enter opens its folder, Down moves from
 the box to the results, Escape hides the window."""
@@ -49,7 +49,7 @@ def snippet_html(snippet: str, spans: list[list[int]] | None) -> str:
 
 
 def copies_text(n: int) -> str:
-    return f"{n} identical cop{'y' if n == 1 else 'ies'}" if n else ""
+    return f"{n} near-duplicate{'' if n == 1 else 's'}" if n else ""
 
 
 class SearchWindow(QWidget):
