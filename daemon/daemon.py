@@ -49,6 +49,7 @@ class Daemon:
         self.coll = cfg.open_collection(writable=True)
         self.reader = Collection.open(cfg.home.data_dir)
         self._read_lock = threading.Lock()
+        self._write_lock = threading.RLock()  # the one writer: file changes and crawled pages take turns
         self.indexer = Indexer(self.coll, cfg.limits, workers=int(cfg["workers"]), idle=True,
                                commit_every=int(cfg["commit_every"]), commit_seconds=float(cfg["commit_seconds"]),
                                stop=self._stop)
@@ -83,10 +84,15 @@ class Daemon:
             for root in roots:
                 if not self.watcher.add(root):
                     self.note(f"{root} cannot be watched live; it is rescanned on start")
+        crawls = None
         try:
-            self.reconcile(roots)
+            with self._write_lock:
+                self.reconcile(roots)
             if once:
                 return
+            from .crawls import CrawlScheduler
+
+            crawls = CrawlScheduler(self).start()
             while True:
                 with self._cond:
                     while not self._stop.is_set() and not self._has_work():
@@ -97,9 +103,13 @@ class Daemon:
                         break
                     records, self._records = self._records, []
                     rescans, self._rescan = self._rescan, set()
-                self.apply(records, rescans)
+                with self._write_lock:
+                    self.apply(records, rescans)
         except Interrupted as exc:
             logger.info("%s", exc)
+        finally:
+            if crawls is not None:
+                crawls.stop()
         self.state = "stopping"
 
     def _has_work(self) -> bool:
@@ -127,6 +137,10 @@ class Daemon:
     def _release_if_idle(self) -> None:
         if self.indexer._pool is not None and time.monotonic() - self._last_work >= IDLE_RELEASE_SECONDS:
             self.indexer.release()
+
+    def writing(self) -> threading.RLock:
+        """Hold while using the writable collection from another thread than the main one."""
+        return self._write_lock
 
     # -- input -------------------------------------------------------------------------------------
     def enqueue(self, records: list[Record]) -> None:

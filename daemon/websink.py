@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Iterable
+from typing import Any, Iterable
 
 from converters import Limits, Source
 from converters.isolation import WorkerPool
@@ -30,8 +30,10 @@ CREATE TABLE IF NOT EXISTS web_anchors(url TEXT NOT NULL, anchor TEXT NOT NULL, 
 
 
 class IndexSink:
-    def __init__(self, coll: Collection, limits: Limits = Limits(), commit_every: int = 200) -> None:
+    def __init__(self, coll: Collection, limits: Limits = Limits(), commit_every: int = 200,
+                 owns_collection: bool = True) -> None:
         self.coll = coll
+        self.owns_collection = owns_collection
         self.db = coll.catalog.db
         self.db.executescript(SCHEMA)
         self.pool = WorkerPool(1, limits, idle=True)
@@ -40,7 +42,10 @@ class IndexSink:
 
     def close(self) -> None:
         self.pool.close()
-        self.coll.close()
+        if self.owns_collection:
+            self.coll.close()
+        else:
+            self.coll.commit()
 
     # -- what the crawler asks ---------------------------------------------------------------
     def known(self, url: str) -> KnownPage | None:
@@ -69,10 +74,9 @@ class IndexSink:
         self._visit(kp, page, changed=not first)
         if doc is None:
             return "unchanged"
-        same = self.db.execute("SELECT uri FROM docs WHERE text_sum=? AND uri<>? AND status='ok' LIMIT 1",
-                               (new_sum, page.url)).fetchone()
+        same = self._stored_duplicate(page.url, doc)
         if same is not None:
-            logger.info("%s duplicates %s: not stored", page.url, same[0])
+            logger.info("%s duplicates %s: not stored", page.url, same)
             return "duplicate"
         all_anchors = [a for (a,) in self.db.execute("SELECT anchor FROM web_anchors WHERE url=?", (page.url,))]
         if all_anchors:
@@ -84,6 +88,14 @@ class IndexSink:
                         (page.url, page.fetched_at, row.blob))
         self._tick()
         return "stored"
+
+    def _stored_duplicate(self, url: str, doc: Any) -> str | None:
+        """The URI of a stored exact or near-duplicate of ``doc`` other than ``url`` itself."""
+        for doc_id, _similarity in self.coll.dups.near(doc.body_text(), doc.body_text(boilerplate=True)):
+            row = self.coll.catalog.row_by_id(doc_id)
+            if row is not None and row.uri != url:
+                return row.uri
+        return None
 
     def _convert(self, page: FetchedPage):  # type: ignore[no-untyped-def]
         mime = page.content_type + (f"; charset={page.charset}" if page.charset else "")
@@ -135,3 +147,21 @@ def _load(url: str, info: str) -> KnownPage:
                      visits=[Visit(a, c, m) for a, c, m in d["visits"]])
 
 
+
+
+class LockedSink(IndexSink):
+    """The sink the daemon's crawl thread uses: each page is stored under the daemon's write lock,
+    so crawled pages and file changes take turns on the one writer."""
+
+    def __init__(self, daemon: Any) -> None:
+        self.daemon = daemon
+        with daemon.writing():
+            super().__init__(daemon.coll, daemon.cfg.limits, owns_collection=False)
+
+    def put_page(self, page: FetchedPage) -> PutResult:
+        with self.daemon.writing():
+            return super().put_page(page)
+
+    def close(self) -> None:
+        with self.daemon.writing():
+            super().close()

@@ -1,0 +1,51 @@
+"""Crawled pages in the real index: `deskdex crawl` and the daemon's configured crawls, against a
+real site on 127.0.0.1 (tests/webcrawl_site.py)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from .conftest import CLI
+from .daemon_fixture import DaemonProcess
+from .webcrawl_site import SiteServer
+
+
+def test_crawl_command_indexes_pages_searchable_as_web(cli: CLI):
+    with SiteServer(kind="topic", pages=12) as site:
+        out = cli.run("crawl", site.url("/"), "--allow-private", "--delay", "0.01", "--max-pages", "30", "--json")
+        summary = json.loads(out.stdout)
+        assert summary["stored"] >= 5, summary
+        res = cli.json("search", "source:web")
+        assert res["total"] == summary["stored"]
+        hit = res["hits"][0]
+        assert hit["uri"].startswith(site.url("/")) and hit["source"] == "web" and hit["title"]
+        assert cli.json("search", "source:files")["total"] == 0
+        # Again: this site sends no validators, so pages are fetched again, found unchanged by
+        # their text, and nothing is stored twice (conditional requests: tests/test_webcrawl_crawl.py).
+        again = json.loads(cli.run("crawl", site.url("/"), "--allow-private", "--delay", "0.01",
+                                   "--max-pages", "30", "--json").stdout)
+        assert again["stored"] == 0 and again["unchanged"] >= 5, again
+        status = json.loads(cli.run("crawl", "status", "--json").stdout)
+        site_status = next(iter(status["sites"].values())) if "sites" in status else status
+        assert site_status, status
+    db = sqlite3.connect(cli.home / "data" / "catalog.sqlite")
+    assert db.execute("SELECT count(*) FROM web_versions").fetchone()[0] == summary["stored"]
+
+
+def test_daemon_keeps_a_configured_site(tmp_path: Path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    with SiteServer(kind="topic", pages=12) as site:
+        extra = ("[crawl]\ndelay = 0.01\nallow_private_addresses = true\nmax_pages = 20\n"
+                 f"[[crawl.sites]]\nurl = \"{site.url('/')}\"\nscope = \"host\"\n")
+        d = DaemonProcess(tmp_path / "home", [docs], extra_config=extra).start()
+        try:
+            # The catalog commits just before tantivy does: wait for the search to see the pages.
+            d.wait_for(lambda st: d.call("search", query="source:web", limit=1)["total"] >= 5, timeout=60,
+                       what="the configured crawl")
+            hits = d.call("search", query="source:web", limit=50)["hits"]
+            assert all(h["uri"].startswith(site.url("/")) and h["source"] == "web" for h in hits)
+        finally:
+            d.stop()
