@@ -98,6 +98,9 @@ def open_index(directory: str, create: bool) -> tantivy.Index:
         raise StoreError(f"cannot open the index in {directory}: {exc}") from exc
     for name, analyzer in ANALYZERS.items():
         index.register_tokenizer(name, analyzer)
+    # The default reader polls meta.json twice a second to pick up commits: a wake-up that a
+    # quiet daemon must not have. Searches call reload() themselves.
+    index.config_reader(reload_policy="Manual", num_warmers=0)
     return index
 
 

@@ -16,15 +16,15 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import config as crawlconfig
-from .crawler import CrawlSettings, crawl
-from .fetch import FetchSettings
-from .focus import TopicClassifier
-from .frontier import Limits
-from .sink import PageSink
-from .stats import CrawlStats, load_state, save_state, status
+
+# The crawler itself (httpx, the index) is imported only when a crawl command runs, so that
+# adding these commands to the main parser keeps every other deskdex command quick to start.
+if TYPE_CHECKING:
+    from .sink import PageSink
+    from .stats import CrawlStats
 
 ACTIONS = ("status", "add", "remove", "list")
 
@@ -33,7 +33,7 @@ ACTIONS = ("status", "add", "remove", "list")
 class CrawlEnv:
     config_path: str
     state_path: str
-    open_sink: Callable[[], PageSink]  # called once per command that needs the store; closed if it has close()
+    open_sink: Callable[[], "PageSink"]  # called once per command that needs the store; closed if it has close()
 
 
 def add_commands(subparsers: Any, common_parent: argparse.ArgumentParser,
@@ -77,6 +77,8 @@ def run_command(args: argparse.Namespace, env: CrawlEnv) -> int:
             print(f"deskdex: not configured: {', '.join(missing)}", file=sys.stderr)
             return 1
         return 0
+    from .stats import load_state, status
+
     with _sink(env) as sink:
         if action == "status":
             report = status(load_state(env.state_path), sink.known_pages())
@@ -85,7 +87,13 @@ def run_command(args: argparse.Namespace, env: CrawlEnv) -> int:
         return _crawl(args, words, env, sink)
 
 
-def _crawl(args: argparse.Namespace, urls: list[str], env: CrawlEnv, sink: PageSink) -> int:
+def _crawl(args: argparse.Namespace, urls: list[str], env: CrawlEnv, sink: "PageSink") -> int:
+    from .crawler import CrawlSettings, crawl
+    from .fetch import FetchSettings
+    from .focus import TopicClassifier
+    from .frontier import Limits
+    from .stats import CrawlStats, save_state
+
     cfg = crawlconfig.load(env.config_path)
     try:
         i, n = (int(x) for x in args.shard.split("/"))
@@ -138,7 +146,7 @@ def _first(*values: Any) -> Any:
     return next(v for v in values if v is not None)
 
 
-def _progress(stats: CrawlStats) -> None:
+def _progress(stats: "CrawlStats") -> None:
     t = stats.totals()
     sys.stderr.write(f"\rcrawl: fetched {t.fetched}, stored {t.stored}, failed {sum(t.failed.values())}   ")
 
@@ -160,7 +168,7 @@ class _sink:
     def __init__(self, env: CrawlEnv) -> None:
         self.env = env
 
-    def __enter__(self) -> PageSink:
+    def __enter__(self) -> "PageSink":
         self.sink = self.env.open_sink()
         return self.sink
 
