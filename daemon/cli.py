@@ -104,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("daemon", parents=[common], help="run the indexer in the foreground (what `make run` starts)",
                        description="Index the configured folders (default: Documents, else home), then stay up. Ctrl-C stops.")
     s.add_argument("--once", action="store_true", help="exit after the first full index")
+    s.add_argument("--system", action="store_true",
+                   help="enterprise mode, as root: index the homes of the configured accounts (setting `accounts`; "
+                        "default every regular account) and serve every local user what they may read")
     s.set_defaults(func=cmd_daemon)
 
     for name, help_text in (("pause", "pause indexing in the running daemon"),
@@ -486,8 +489,10 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     from . import config
     from .run import run_daemon
 
-    home = _home(args).ensure()
-    return run_daemon(config.load(home), once=args.once)
+    if args.system and os.geteuid() != 0:
+        logging.getLogger(__name__).warning("--system without root: only what this account may read is indexed")
+    home = Home.resolve(getattr(args, "home", None), system=args.system).ensure(system=args.system)
+    return run_daemon(config.load(home), once=args.once, system=args.system)
 
 
 if __name__ == "__main__":

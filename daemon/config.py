@@ -35,6 +35,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_file_mb", 256, "Files larger than this are recorded as too large and not read."),
     Setting("commit_every", 1000, "Documents between two commits while indexing."),
     Setting("commit_seconds", 30.0, "Longest time between two commits while indexing."),
+    Setting("accounts", [], "Enterprise mode (`deskdex daemon --system`) only: the user accounts whose homes are "
+                            "indexed. Empty: every regular account (uid from UID_MIN of /etc/login.defs, a home "
+                            "and a login shell), including accounts added later."),
 )
 DEFAULTS = {s.name: s.default for s in SETTINGS}
 

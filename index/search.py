@@ -11,6 +11,7 @@ from converters import tagged
 from converters.errors import QueryError
 
 from . import query as query_language
+from .access import EVERYONE
 from .collection import Collection
 
 
@@ -53,10 +54,14 @@ def parse(index: tantivy.Index, query: str) -> tantivy.Query:
 
 
 def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snippets: bool = True,
-           sort: str = "relevance") -> Results:
+           sort: str = "relevance", reader: int | None = None) -> Results:
+    """``reader``: a uid; only documents that user may read are found (None: no filter)."""
     if sort not in SORTS:
         raise QueryError(f"cannot sort by {sort!r}: use one of {', '.join(SORTS)}")
     q = parse(coll.index, query)
+    if reader is not None:
+        allowed = tantivy.Query.term_set_query(coll.index.schema, "reader", [reader, EVERYONE])
+        q = tantivy.Query.boolean_query([(tantivy.Occur.Must, q), (tantivy.Occur.Must, allowed)])
     coll.index.reload()
     searcher = coll.index.searcher()
     # limit 0 panics inside tantivy (a BaseException): always ask for at least one hit.
