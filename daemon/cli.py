@@ -283,16 +283,27 @@ def _daemon_call(home: Home, op: str, **kw: Any) -> Any:
     """The daemon's answer, or None when no daemon runs for this home."""
     from .client import DaemonError, NotRunning, call
 
-    try:
-        return call(home.socket, op, **kw)
-    except NotRunning:
-        return None
-    except DaemonError as exc:
-        from converters.errors import QueryError
+    for path in [home.socket, *_system_socket(home, op)]:
+        try:
+            return call(path, op, **kw)
+        except NotRunning:
+            continue
+        except DaemonError as exc:
+            from converters.errors import QueryError
 
-        if exc.code == "bad_query":
-            raise QueryError(exc.message, _position(exc.message)) from None
-        raise DaemonFailed(exc.message) from None
+            if exc.code == "bad_query":
+                raise QueryError(exc.message, _position(exc.message)) from None
+            raise DaemonFailed(exc.message) from None
+    return None
+
+
+def _system_socket(home: Home, op: str) -> list[str]:
+    """A user with no daemon and no index of their own searches through the system daemon
+    (`deskdex daemon --system`), which answers with what that user may read."""
+    if op not in ("search", "status") or os.environ.get(ENV) or home != Home.resolve() \
+            or os.path.exists(os.path.join(home.data_dir, "catalog.sqlite")):
+        return []
+    return [Home.resolve(system=True).socket]
 
 
 class DaemonFailed(DeskdexError):
