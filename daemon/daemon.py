@@ -59,6 +59,7 @@ class Daemon:
         self._stop = threading.Event()
         self._started = time.time()
         self._check_accounts = False
+        self._homes: set[str] = set()  # the folders watched (enterprise mode: the homes found so far)
         self._last_work = 0.0
         self.coll = Collection.open(cfg.home.data_dir, writable=True)
         self.reader = Collection.open(cfg.home.data_dir)
@@ -93,11 +94,17 @@ class Daemon:
     def _accounts_changed(self) -> None:
         """/etc/passwd or /etc/group changed: watch new homes, drop removed ones, and look again at
         who may read every document (group memberships may have changed)."""
-        if accounts_mod.stamp() == self._accounts_stamp:
+        changed = accounts_mod.stamp() != self._accounts_stamp
+        if changed:
+            self._load_accounts()
+            for delay in (1.0, 5.0):  # useradd writes /etc/passwd first, then makes the home
+                timer = threading.Timer(delay, self._ask_accounts_check)
+                timer.daemon = True
+                timer.start()
+        before, after = self._homes, set(self.folders())
+        if not changed and before == after:
             return
-        before = set(self.folders())
-        self._load_accounts()
-        after = set(self.folders())
+        self._homes = after
         if self.watcher is not None:
             for home in after - before:
                 self.watcher.add(home)
@@ -105,7 +112,12 @@ class Daemon:
                 self.watcher.remove(home)
         with self._cond:
             self._records.extend(Deleted(home, True) for home in sorted(before - after))
-            self._rescan.update(after)
+            self._rescan.update(after if changed else after - before)
+            self._cond.notify_all()
+
+    def _ask_accounts_check(self) -> None:
+        with self._cond:
+            self._check_accounts = True
             self._cond.notify_all()
 
     def _watch_accounts(self) -> None:
@@ -119,9 +131,7 @@ class Daemon:
             def on_any_event(self, event: Any) -> None:
                 paths = (os.fsdecode(event.src_path), os.fsdecode(event.dest_path or ""))
                 if any(os.path.basename(p) in names for p in paths):
-                    with daemon._cond:
-                        daemon._check_accounts = True
-                        daemon._cond.notify_all()
+                    daemon._ask_accounts_check()
 
         self._etc_observer = Observer()
         self._etc_observer.schedule(Handler(), os.path.dirname(accounts_mod.ACCOUNT_FILES[0]), recursive=False,
@@ -155,6 +165,7 @@ class Daemon:
         from .watch import Watcher
 
         roots = self.folders()
+        self._homes = set(roots)
         if watch and not once:
             self.watcher = Watcher(self.enqueue, patterns=self.cfg["exclude"], attrib=self.system).start()
             if self.system:

@@ -135,8 +135,12 @@ class Users:
 
     def __init__(self) -> None:
         tag = uuid.uuid4().hex[:6]
-        self.a, self.b, self.group = f"dxa_{tag}", f"dxb_{tag}", f"dxg_{tag}"
+        self.a, self.b, self.c, self.group = f"dxa_{tag}", f"dxb_{tag}", f"dxc_{tag}", f"dxg_{tag}"
         self.made: list[str] = []
+
+    def add(self, name: str) -> None:
+        self.made.append(name)  # before: a failed useradd may still leave a half-made account
+        subprocess.run(["useradd", "-m", "-s", "/bin/sh", name], check=True, capture_output=True)
 
     def create(self) -> None:
         subprocess.run(["groupadd", self.group], check=True, capture_output=True)
@@ -239,8 +243,9 @@ def test_system_daemon_serves_each_user_what_they_may_read(open_dir: Path):
         (hb / "b_box.zip").chmod(0o600)
 
         home = open_dir / "home"
-        daemon = DaemonProcess(home, [], extra_config=f"accounts = [{json.dumps(users.a)}, {json.dumps(users.b)}]\n",
-                               args=("--system",))
+        # The third account does not exist yet: it is picked up when it is created (below).
+        names = ", ".join(json.dumps(n) for n in (users.a, users.b, users.c))
+        daemon = DaemonProcess(home, [], extra_config=f"accounts = [{names}]\n", args=("--system",))
         daemon.start()
         assert oct((home / "run").stat().st_mode & 0o777) == "0o755"
         assert oct(os.stat(daemon.socket).st_mode & 0o777) == "0o666"
@@ -287,6 +292,18 @@ def test_system_daemon_serves_each_user_what_they_may_read(open_dir: Path):
             time.sleep(0.3)
         assert "b_secret.txt" in a_sees and "a_world.txt" in b_sees, (a_sees, b_sees, daemon.log.read_text()[-2000:])
         assert "a_secret.txt" not in b_sees  # 0600 stays private in an open home
+
+        # An account created while the daemon runs: its home is watched, its files are its own, and
+        # what everyone may read (A's home is 0755 by now) is computed for it too.
+        users.add(users.c)
+        pc = pwd.getpwnam(users.c)
+        Path(pc.pw_dir).chmod(0o700)
+        put(Path(pc.pw_dir) / "c_own.txt", "hotel", 0o644, pc)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and (c_sees := seen(users.c)) != {"a_world.txt", "b_public.txt", "b_secret.txt", "c_own.txt"}:
+            time.sleep(0.3)
+        assert c_sees == {"a_world.txt", "b_public.txt", "b_secret.txt", "c_own.txt"}, daemon.log.read_text()[-2000:]
+        assert "c_own.txt" not in seen(users.a)
     finally:
         if daemon is not None and daemon.proc is not None:
             daemon.stop()
