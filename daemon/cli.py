@@ -115,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("daemon", parents=[common], help="run the indexer in the foreground (what `make run` starts)",
                        description="Index the configured folders (default: Documents, else home), then stay up. Ctrl-C stops.")
     s.add_argument("--once", action="store_true", help="exit after the first full index")
+    s.add_argument("--system", action="store_true",
+                   help="enterprise mode, as root: index the homes of the configured accounts (setting `accounts`; "
+                        "default every regular account) and serve every local user what they may read")
     s.set_defaults(func=cmd_daemon)
 
     for name, help_text in (("pause", "pause indexing in the running daemon"),
@@ -293,16 +296,27 @@ def _daemon_call(home: Home, op: str, **kw: Any) -> Any:
     """The daemon's answer, or None when no daemon runs for this home."""
     from .client import DaemonError, NotRunning, call
 
-    try:
-        return call(home.socket, op, **kw)
-    except NotRunning:
-        return None
-    except DaemonError as exc:
-        from converters.errors import QueryError
+    for path in [home.socket, *_system_socket(home, op)]:
+        try:
+            return call(path, op, **kw)
+        except NotRunning:
+            continue
+        except DaemonError as exc:
+            from converters.errors import QueryError
 
-        if exc.code == "bad_query":
-            raise QueryError(exc.message, _position(exc.message)) from None
-        raise DaemonFailed(exc.message) from None
+            if exc.code == "bad_query":
+                raise QueryError(exc.message, _position(exc.message)) from None
+            raise DaemonFailed(exc.message) from None
+    return None
+
+
+def _system_socket(home: Home, op: str) -> list[str]:
+    """A user with no daemon and no index of their own searches through the system daemon
+    (`deskdex daemon --system`), which answers with what that user may read."""
+    if op not in ("search", "status") or os.environ.get(ENV) or home != Home.resolve() \
+            or os.path.exists(os.path.join(home.data_dir, "catalog.sqlite")):
+        return []
+    return [Home.resolve(system=True).socket]
 
 
 class DaemonFailed(DeskdexError):
@@ -546,8 +560,10 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     from . import config
     from .run import run_daemon
 
-    home = _home(args).ensure()
-    return run_daemon(config.load(home), once=args.once)
+    if args.system and os.geteuid() != 0:
+        logging.getLogger(__name__).warning("--system without root: only what this account may read is indexed")
+    home = Home.resolve(getattr(args, "home", None), system=args.system).ensure(system=args.system)
+    return run_daemon(config.load(home), once=args.once, system=args.system)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("dup_min_similarity", 0.5, "Near-duplicates: least share of word 5-gram fingerprints in common."),
     Setting("index_on_battery", False, "Keep indexing when the computer runs on battery (else wait for power)."),
     Setting("cpu_budget", 100, "Percent of the time the daemon may spend converting (a duty cycle; 100: no pause)."),
+    Setting("accounts", [], "Enterprise mode (`deskdex daemon --system`) only: the user accounts whose homes are "
+                            "indexed. Empty: every regular account (uid from UID_MIN of /etc/login.defs, a home "
+                            "and a login shell), including accounts added later."),
 )
 DEFAULTS = {s.name: s.default for s in SETTINGS}
 

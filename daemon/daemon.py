@@ -5,6 +5,14 @@ settled batches; the socket server answers requests from its own threads with a 
 read-only view of the index. Nothing wakes up while nothing changes: the main thread sleeps on
 a condition with no timeout unless there is something to finish (idle workers to release, or
 work held back by battery power).
+
+Enterprise mode (``system=True``, ``deskdex daemon --system``): the watched folders are the homes
+of the accounts (daemon/accounts.py), every document is stamped with who may read it
+(index/access.py), and any local user may connect: searches are filtered by the caller's uid as
+the kernel reports it, root sees everything, and only root may change anything. Permission
+changes are followed live for files (inotify IN_ATTRIB) and folders (a rescan of the folder,
+which converts nothing), and caught by every reconcile; account changes (/etc/passwd, /etc/group)
+are watched and bring a rescan of every home.
 """
 
 from __future__ import annotations
@@ -18,8 +26,10 @@ from typing import Any, Callable
 
 from converters.errors import DeskdexError, Interrupted
 from index import Collection, search
+from index.access import EVERYONE
 
 from . import config as config_mod
+from . import accounts as accounts_mod
 from .coalesce import Changed, Deleted, Moved, Record, Rescan
 from .config import Config
 from .pipeline import Indexer, Summary
@@ -28,11 +38,16 @@ from .scan import Excluder, FileInfo
 logger = logging.getLogger(__name__)
 
 IDLE_RELEASE_SECONDS = 20.0  # worker processes end this long after the last work, freeing memory
+PUBLIC_OPS = ("status", "search")  # what a user other than root may ask an enterprise-mode daemon
 
 
 class Daemon:
-    def __init__(self, cfg: Config) -> None:
+    def __init__(self, cfg: Config, system: bool = False) -> None:
         self.cfg = cfg
+        self.system = system
+        self.accounts: list[accounts_mod.Account] = []
+        self._accounts_stamp: tuple[int, ...] = ()
+        self._etc_observer: Any = None
         self.state = "starting"
         self.current: str | None = None
         self.notes: list[str] = []
@@ -45,6 +60,8 @@ class Daemon:
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._started = time.time()
+        self._check_accounts = False
+        self._homes: set[str] = set()  # the folders watched (enterprise mode: the homes found so far)
         self._last_work = 0.0
         self.coll = cfg.open_collection(writable=True)
         self.reader = Collection.open(cfg.home.data_dir)
@@ -54,6 +71,75 @@ class Daemon:
                                commit_every=int(cfg["commit_every"]), commit_seconds=float(cfg["commit_seconds"]),
                                stop=self._stop)
         self.watcher: Any = None
+        if system:
+            self._load_accounts()
+
+    # -- enterprise mode -------------------------------------------------------------------------
+    def folders(self) -> list[str]:
+        """The watched folders: the configured ones, or (system) the accounts' homes and those."""
+        if not self.system:
+            return self.cfg.folders()
+        extra = [os.path.abspath(os.path.expanduser(f)) for f in self.cfg["folders"]]
+        return sorted(set(accounts_mod.homes(self.accounts)) | set(extra))
+
+    def _load_accounts(self) -> None:
+        self._accounts_stamp = accounts_mod.stamp()
+        self.accounts = accounts_mod.load(self.cfg["accounts"])
+        logger.info("accounts: %s", ", ".join(f"{a.name} ({a.uid})" for a in self.accounts) or "none")
+
+    def _fresh_access(self) -> None:
+        """A new access checker for each pass: folders' permissions are remembered only within one."""
+        if self.system:
+            from index.access import AccessChecker
+
+            self.indexer.access = AccessChecker(a.principal for a in self.accounts).owner_readers
+
+    def _accounts_changed(self) -> None:
+        """/etc/passwd or /etc/group changed: watch new homes, drop removed ones, and look again at
+        who may read every document (group memberships may have changed)."""
+        changed = accounts_mod.stamp() != self._accounts_stamp
+        if changed:
+            self._load_accounts()
+            for delay in (1.0, 5.0):  # useradd writes /etc/passwd first, then makes the home
+                timer = threading.Timer(delay, self._ask_accounts_check)
+                timer.daemon = True
+                timer.start()
+        before, after = self._homes, set(self.folders())
+        if not changed and before == after:
+            return
+        self._homes = after
+        if self.watcher is not None:
+            for home in after - before:
+                self.watcher.add(home)
+            for home in before - after:
+                self.watcher.remove(home)
+        with self._cond:
+            self._records.extend(Deleted(home, True) for home in sorted(before - after))
+            self._rescan.update(after if changed else after - before)
+            self._cond.notify_all()
+
+    def _ask_accounts_check(self) -> None:
+        with self._cond:
+            self._check_accounts = True
+            self._cond.notify_all()
+
+    def _watch_accounts(self) -> None:
+        from watchdog.events import FileClosedEvent, FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        daemon = self
+        names = {os.path.basename(p) for p in accounts_mod.ACCOUNT_FILES}
+
+        class Handler(FileSystemEventHandler):
+            def on_any_event(self, event: Any) -> None:
+                paths = (os.fsdecode(event.src_path), os.fsdecode(event.dest_path or ""))
+                if any(os.path.basename(p) in names for p in paths):
+                    daemon._ask_accounts_check()
+
+        self._etc_observer = Observer()
+        self._etc_observer.schedule(Handler(), os.path.dirname(accounts_mod.ACCOUNT_FILES[0]), recursive=False,
+                                    event_filter=[FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileMovedEvent])
+        self._etc_observer.start()
 
     # -- lifecycle -------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -70,6 +156,9 @@ class Daemon:
     def close(self) -> None:
         if self.watcher is not None:
             self.watcher.stop()
+        if self._etc_observer is not None:
+            self._etc_observer.stop()
+            self._etc_observer.join()
         self.indexer.release()
         self.coll.close()
         self.reader.close()
@@ -78,9 +167,12 @@ class Daemon:
         """Reconcile every folder, then apply changes until ``stop()``."""
         from .watch import Watcher
 
-        roots = self.cfg.folders()
+        roots = self.folders()
+        self._homes = set(roots)
         if watch and not once:
-            self.watcher = Watcher(self.enqueue, patterns=self.cfg["exclude"]).start()
+            self.watcher = Watcher(self.enqueue, patterns=self.cfg["exclude"], attrib=self.system).start()
+            if self.system:
+                self._watch_accounts()
             for root in roots:
                 if not self.watcher.add(root):
                     self.note(f"{root} cannot be watched live; it is rescanned on start")
@@ -101,6 +193,10 @@ class Daemon:
                         self._release_if_idle()
                     if self._stop.is_set():
                         break
+                    check, self._check_accounts = self._check_accounts, False
+                if check:
+                    self._accounts_changed()
+                with self._cond:
                     records, self._records = self._records, []
                     rescans, self._rescan = self._rescan, set()
                 with self._write_lock:
@@ -113,7 +209,8 @@ class Daemon:
         self.state = "stopping"
 
     def _has_work(self) -> bool:
-        return not self.paused and not self._battery_hold() and bool(self._records or self._rescan)
+        return not self.paused and not self._battery_hold() and bool(
+            self._records or self._rescan or self._check_accounts)
 
     def _battery_hold(self) -> bool:
         """True while work waits for mains power (checked only when there is work)."""
@@ -170,6 +267,7 @@ class Daemon:
                 self.offline.add(r)
                 self.note(f"{r} is missing (unmounted?): its documents are kept, marked offline")
         self.offline -= set(present)
+        self._fresh_access()
         files = self.indexer.scan(present, self.cfg["exclude"])
         self.state = "indexing"
         summary = self.indexer.sync(present, files, progress=self._progress)
@@ -192,7 +290,8 @@ class Daemon:
     def apply(self, records: list[Record], rescans: set[str]) -> None:
         self.state = "indexing"
         excluder = Excluder(self.cfg["exclude"])
-        roots = self.cfg.folders()
+        roots = self.folders()
+        self._fresh_access()
         try:
             changed: list[FileInfo] = []
             for r in records:
@@ -239,6 +338,8 @@ class Daemon:
 
         def adapt(fn: Callable[..., dict[str, Any]]) -> Callable[[Any], Any]:
             def handle(req: Any) -> Any:
+                if self.system and req.peer.uid != 0 and (req.op not in PUBLIC_OPS or req.peer.uid is None):
+                    raise RequestError("forbidden", f"{req.op}: only root may do this on the system daemon")
                 try:
                     return fn(peer=req.peer, **req.args)
                 except DeskdexError as exc:
@@ -256,9 +357,11 @@ class Daemon:
                 "exclude_add": self.op_exclude_add, "exclude_remove": self.op_exclude_remove,
                 "dups": self.op_dups, "duplicates": self.op_duplicates}
 
-    def op_status(self, failures: bool = False, **_: Any) -> dict[str, Any]:
+    def op_status(self, failures: bool = False, peer: Any = None, **_: Any) -> dict[str, Any]:
         from .cli import failure_list
 
+        if self.system and (peer is None or peer.uid != 0):  # counts only: no paths of others' files
+            failures = False
         with self._read_lock:
             counts = self.reader.catalog.counts()
             last = self.reader.catalog.get_meta("last_commit")
@@ -268,18 +371,26 @@ class Daemon:
         me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         with self._cond:
             queue = len(self._records) + len(self._rescan)
-        return {"state": self.state, "queue": queue, "current": self.current, **counts, **sizes,
-                "cpu_seconds": round(me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, 2),
-                "last_commit": float(last) if last else None, "folders": self.cfg.folders(),
-                "offline": sorted(self.offline), "notes": self.notes, "pid": os.getpid(),
-                "converted": self.indexer.converted, "paused": self.paused,
-                "uptime": round(time.time() - self._started, 1)}
+        out = {"state": self.state, "queue": queue, "current": self.current, **counts, **sizes,
+               "cpu_seconds": round(me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, 2),
+               "last_commit": float(last) if last else None, "folders": self.folders(),
+               "offline": sorted(self.offline), "notes": self.notes, "pid": os.getpid(),
+               "converted": self.indexer.converted, "paused": self.paused,
+               "uptime": round(time.time() - self._started, 1), "system": self.system}
+        if self.system and (peer is None or peer.uid != 0):
+            for key in ("current", "folders", "offline", "notes", "pid"):
+                out[key] = [] if isinstance(out[key], list) else None
+        return out
 
     def op_search(self, query: str = "", limit: int = 10, offset: int = 0, sort: str = "relevance",
-                  all: bool = False, **_: Any) -> dict[str, Any]:
+                  all: bool = False, peer: Any = None, **_: Any) -> dict[str, Any]:
+        # Who asks is the kernel's word (SO_PEERCRED), never an argument of the request.
+        reader = None
+        if self.system and (peer is None or peer.uid != 0):
+            reader = peer.uid if peer is not None and peer.uid is not None else EVERYONE
         with self._read_lock:
             return search(self.reader, query, limit=int(limit), offset=int(offset), sort=sort,
-                          collapse=not all).to_json()
+                          collapse=not all, reader=reader).to_json()
 
     def op_dups(self, path: str | None = None, **_: Any) -> dict[str, Any]:
         from .duplicates import clusters, near_duplicates
@@ -314,7 +425,7 @@ class Daemon:
     def op_watch_list(self, **_: Any) -> dict[str, Any]:
         out = []
         with self._read_lock:
-            for f in self.cfg.folders():
+            for f in self.folders():
                 rows = list(self.reader.catalog.db.execute(
                     "SELECT status, count(*) FROM docs WHERE path >= ? AND path < ? GROUP BY status",
                     (f.rstrip("/") + "/", f.rstrip("/") + "0")))
@@ -331,7 +442,9 @@ class Daemon:
         path = os.path.abspath(os.path.expanduser(path))
         if not os.path.isdir(path):
             raise config_mod.ConfigError(f"not a folder: {path}")
-        folders = self.cfg.folders()  # the default folder stays watched when the first is added
+        # The default folder stays watched when the first is added (a system daemon has none).
+        folders = [os.path.abspath(os.path.expanduser(f)) for f in self.cfg["folders"]] if self.system \
+            else self.cfg.folders()
         if path not in folders:
             self._set("folders", folders + [path])
             if self.watcher is not None:
@@ -367,7 +480,7 @@ class Daemon:
         if self.watcher is not None:
             self.watcher.set_patterns(patterns)
         with self._cond:
-            self._rescan.update(self.cfg.folders())  # newly excluded files leave, re-included ones come back
+            self._rescan.update(self.folders())  # newly excluded files leave, re-included ones come back
             self._cond.notify_all()
         return self.op_exclude_list()
 

@@ -42,6 +42,7 @@ class Summary:
 
 
 Progress = Callable[[int, str], None]  # (files done since the last call, current path)
+AccessOf = Callable[[str], "tuple[int, str] | None"]  # path -> (owner uid, readers JSON), see index/access.py
 
 
 class Indexer:
@@ -59,6 +60,11 @@ class Indexer:
         self._pool: WorkerPool | None = None
         self.converted = 0  # files converted since start (a move or rename must not add to it)
         self.stop = stop  # set by another thread: finish the file at hand, commit, raise Interrupted
+        # Enterprise mode: who may read each file, stamped on its rows (members inherit it).
+        # Unchanged files are looked at again on every pass, so permission changes are caught
+        # without converting anything.
+        self.access: AccessOf | None = None
+        self._access: dict[str, tuple[int, str] | None] = {}
 
     def scan(self, roots: Iterable[str], excludes: Iterable[str] = ()) -> list[FileInfo]:
         excluder = Excluder(excludes)
@@ -119,10 +125,28 @@ class Indexer:
         n = 0
         if self.coll.get(path_to_uri(src)) is not None:
             n += self.coll.move(path_to_uri(src), path_to_uri(dst), dst)
+            self.refresh_access(dst)
         for uri, path, *_ in list(self.coll.files_under(src)):
             new_path = dst + path[len(src):]
             n += self.coll.move(uri, path_to_uri(new_path), new_path)
+            self.refresh_access(new_path)
         return n
+
+    def refresh_access(self, path: str, row: Row | None = None) -> bool:
+        """Enterprise mode: look again at who may read ``path``; rewrite its rows (and its
+        members') when that changed. No conversion. True when something was rewritten."""
+        if self.access is None:
+            return False
+        row = row or self.coll.get(path_to_uri(path))
+        if row is None:
+            return False
+        stamp = self.access(path)
+        if stamp is None or (row.owner, row.readers) == stamp:
+            return False
+        for r in [row] + [c for u in self.coll.catalog.descendants(row.uri) if (c := self.coll.get(u)) is not None]:
+            r.owner, r.readers = stamp
+            self.coll.reuse(r, r)  # re-indexes from the stored text
+        return True
 
     def _to_convert(self, files: Iterable[FileInfo], wanted: dict[str, FileInfo], summary: Summary,
                     progress: Progress | None) -> Iterator[Source]:
@@ -134,6 +158,8 @@ class Indexer:
             row = self.coll.get(uri)
             if row is not None and row.size == info.size and abs(row.mtime - info.mtime) < 1e-6:
                 summary.unchanged += 1
+                if self.refresh_access(info.path, row):
+                    self._maybe_commit()
                 if progress:
                     progress(1, info.path)
                 continue
@@ -151,14 +177,18 @@ class Indexer:
                 continue
             except OSError as exc:
                 self._fail(info, uri, None, "unreadable", str(UnreadableFile(f"{exc.strerror}: {info.path}")), summary)
+                self._access.pop(uri, None)
                 if progress:
                     progress(1, info.path)
                 continue
+            if self.access is not None:
+                self._access[uri] = self.access(info.path)
             same = row if row is not None and row.raw_sum == raw and row.status == "ok" else None
             if same is None:
                 same = self.coll.catalog.find_ok_by_raw_sum(raw)
             if same is not None and not self.coll.catalog.descendants(same.uri):
-                fresh = Row(uri=uri, path=info.path, size=info.size, mtime=info.mtime, raw_sum=raw)
+                fresh = self._stamped(Row(uri=uri, path=info.path, size=info.size, mtime=info.mtime, raw_sum=raw),
+                                      uri, done=True)
                 self.coll.reuse(fresh, same)
                 if same.uri == uri:
                     summary.unchanged += 1
@@ -185,12 +215,13 @@ class Indexer:
                 continue
             row = Row(uri=o.uri, parent=parent, path=info.path, size=info.size if i == 0 else 0,
                       mtime=info.mtime, raw_sum=raw if i == 0 else None)
-            self.coll.put(row, o.document)
+            self.coll.put(self._stamped(row, uri), o.document)
             if i == 0:
                 summary.indexed += 1
                 self.converted += 1
             else:
                 summary.members += 1
+        self._access.pop(uri, None)
 
     def _fail(self, info: FileInfo, uri: str, parent: str | None, reason: str, message: str, summary: Summary) -> None:
         logger.warning("%s: %s (%s)", info.path if parent is None else uri, message, reason)
@@ -198,7 +229,17 @@ class Indexer:
         summary.failures.append((info.path if parent is None else uri, reason, message))
         row = Row(uri=uri, parent=parent, path=info.path, size=info.size, mtime=info.mtime,
                   status="failed", reason=reason, error=message, title=os.path.basename(info.path))
-        self.coll.put(row, None)
+        if self.access is not None and parent is None and path_to_uri(info.path) not in self._access:
+            self._access[path_to_uri(info.path)] = self.access(info.path)
+        self.coll.put(self._stamped(row, path_to_uri(info.path)), None)
+
+    def _stamped(self, row: Row, file_uri: str, done: bool = False) -> Row:
+        """``row`` with the owner and readers of the file it comes from (a member: its container)."""
+        if self.access is not None:
+            stamp = self._access.pop(file_uri, None) if done else self._access.get(file_uri)
+            if stamp is not None:
+                row.owner, row.readers = stamp
+        return row
 
     def _remove_missing(self, roots: list[str], present: set[str], summary: Summary) -> None:
         for root in roots:

@@ -32,8 +32,9 @@ def _bar(total: int) -> Any:
     return tqdm(total=total, unit="file", file=sys.stderr, dynamic_ncols=True, smoothing=0.05)
 
 
-def run_daemon(cfg: Config, once: bool = False) -> int:
-    """The daemon in the foreground: one per home, reconcile, then watch and serve until SIGTERM/Ctrl-C."""
+def run_daemon(cfg: Config, once: bool = False, system: bool = False) -> int:
+    """The daemon in the foreground: one per home, reconcile, then watch and serve until SIGTERM/Ctrl-C.
+    ``system``: enterprise mode (daemon/accounts.py), serving every local user what they may read."""
     import os
 
     from .daemon import Daemon
@@ -42,12 +43,14 @@ def run_daemon(cfg: Config, once: bool = False) -> int:
 
     home = cfg.home
     with InstanceLock(os.path.join(home.data_dir, "daemon.lock")):
-        private_dir(home.runtime_dir)
-        daemon = Daemon(cfg)
-        server = None if once else Server(home.socket, daemon.request_handlers()).start()
+        if not system:
+            private_dir(home.runtime_dir)
+        daemon = Daemon(cfg, system=system)
+        server = None if once else Server(home.socket, daemon.request_handlers(), public=system).start()
         previous = {sig: signal.signal(sig, lambda *_: daemon.stop()) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
-            logger.info("deskdex daemon %d: %s into %s", os.getpid(), ", ".join(cfg.folders()), home.data_dir)
+            logger.info("deskdex daemon %d%s: %s into %s", os.getpid(), " (system)" if system else "",
+                        ", ".join(daemon.folders()), home.data_dir)
             daemon.run(once=once)
         finally:
             for sig, handler in previous.items():

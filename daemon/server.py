@@ -6,7 +6,8 @@ or whatever a handler raises with ``RequestError``. Handlers come from the calle
 ``{op: handler(request) -> JSON-able result}``; each request carries the caller's uid, gid and
 pid as the kernel reports them (SO_PEERCRED), never as the client claims them.
 
-The socket is 0600 in a 0700 folder. One thread accepts (blocked in select, woken by a pipe on
+The socket is 0600 in a 0700 folder; an enterprise-mode daemon's (``public=True``) is 0666 in a
+0755 folder, so any local user connects and the handlers filter by the caller's uid. One thread accepts (blocked in select, woken by a pipe on
 stop), one thread a connection (blocked in a read): nothing runs while nobody asks.
 """
 
@@ -91,8 +92,9 @@ def peer_of(conn: socket.socket) -> Peer:
 
 
 class Server:
-    def __init__(self, path: str, handlers: Mapping[str, Handler]) -> None:
+    def __init__(self, path: str, handlers: Mapping[str, Handler], public: bool = False) -> None:
         self.path = os.path.abspath(path)
+        self.public = public
         self.handlers = dict(handlers)
         self._sock: socket.socket | None = None
         self._wake_r, self._wake_w = os.pipe()
@@ -103,11 +105,17 @@ class Server:
         self._acceptor = threading.Thread(target=self._accept_loop, name="deskdex-socket", daemon=True)
 
     def start(self) -> "Server":
-        private_dir(os.path.dirname(self.path))
+        folder = os.path.dirname(self.path)
+        if self.public:
+            os.makedirs(folder, mode=0o755, exist_ok=True)
+            os.chmod(folder, 0o755)
+        else:
+            private_dir(folder)
         self._remove_stale()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.bind(self.path)
-        os.chmod(self.path, 0o600)  # nobody else can reach it meanwhile: the folder is 0700
+        # Private: nobody else can reach it meanwhile, the folder is 0700.
+        os.chmod(self.path, 0o666 if self.public else 0o600)
         sock.listen(16)
         self._sock = sock
         self._acceptor.start()

@@ -19,10 +19,12 @@ import time
 from typing import Callable, Iterable
 
 from watchdog.events import (
+    DirAttribEvent,
     DirCreatedEvent,
     DirDeletedEvent,
     DirModifiedEvent,
     DirMovedEvent,
+    FileAttribEvent,
     FileClosedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
@@ -54,11 +56,14 @@ class Watcher:
 
     ``debounce``: seconds without events before a batch is handed over; ``max_delay``: longest
     time events wait while a burst goes on. ``patterns``: extra gitignore-style exclusions
-    (the built-in ones always apply, and ``.deskdexignore`` files are read)."""
+    (the built-in ones always apply, and ``.deskdexignore`` files are read). ``attrib``: report
+    permission changes too (enterprise mode): a file's as ``Changed``, a folder's as ``Rescan``
+    (inotify sends them anyway with watchdog's mask for modifications; only their handling differs)."""
 
     def __init__(self, sink: Sink, *, patterns: Iterable[str] = (), debounce: float = 0.3,
-                 max_delay: float = 1.0) -> None:
+                 max_delay: float = 1.0, attrib: bool = False) -> None:
         self._sink = sink
+        self._filter = EVENT_FILTER + ([FileAttribEvent, DirAttribEvent] if attrib else [])
         self._patterns = tuple(patterns)
         self._debounce = debounce
         self._max_delay = max_delay
@@ -111,7 +116,7 @@ class Watcher:
         self._rules[root] = Rules(root, self._patterns)
         try:
             self._watches[root] = self._observer.schedule(self._handler, root, recursive=True,
-                                                          event_filter=EVENT_FILTER)
+                                                          event_filter=self._filter)
         except OSError as exc:
             reason = "watch_limit" if exc.errno in (errno.ENOSPC, errno.EMFILE) else "unwatchable"
             logger.warning("cannot watch %s: %s; it will be scanned instead", root, exc.strerror or exc)
@@ -155,6 +160,13 @@ class Watcher:
         dst = os.fsdecode(event.dest_path) if event.dest_path else ""
         if os.path.basename(src) == IGNORE_FILE or os.path.basename(dst) == IGNORE_FILE:
             self._ignore_file_changed(src, dst)
+            return
+        if event.event_type == "attrib" and FileAttribEvent in self._filter:
+            if not self.excluded(src, event.is_directory):
+                if event.is_directory:  # who may reach everything below may have changed
+                    self._post(lambda c: c.rescan(src, "permissions"))
+                else:
+                    self._post(lambda c: c.changed(src))
             return
         if event.event_type in ("closed_no_write", "opened", "attrib"):
             return

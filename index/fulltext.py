@@ -16,12 +16,14 @@ import tantivy
 from converters.detect import extension
 from converters.errors import IndexBusy, StoreError
 
+from .access import reader_terms
+
 if TYPE_CHECKING:
     from converters.document import Document
 
     from .store import Row
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 TEXT = "words"  # lower-cased, accent-folded, English-stemmed words
 PATH = "pathwords"  # the same without stemming, for file names and folders
 FIELD_BOOSTS = {"title": 4.0, "headings": 2.0, "anchors": 2.0, "path": 1.5, "author": 1.5, "body": 1.0, "boiler": 0.3}
@@ -50,6 +52,9 @@ def build_schema() -> tantivy.Schema:
     sb.add_integer_field("size", stored=True, indexed=True, fast=True)
     sb.add_integer_field("mtime", stored=True, indexed=True, fast=True)
     sb.add_integer_field("cluster", stored=True, indexed=True, fast=True)
+    # Who may read the document (uids, -1 for everyone; index/access.py): filters an
+    # enterprise-mode daemon's results to what the caller may read.
+    sb.add_integer_field("reader", stored=False, indexed=True)
     return sb.build()
 
 
@@ -130,6 +135,8 @@ def to_fields(row: "Row", doc: "Document | None") -> tantivy.Document:
     }
     if row.blob:
         fields["blob"] = row.blob
+    if row.readers:
+        fields["reader"] = reader_terms(row.readers)
     if doc is not None:
         fields["body"] = doc.body_text()
         boiler = doc.body_text(boilerplate=True)

@@ -11,6 +11,7 @@ from converters import tagged
 from converters.errors import QueryError
 
 from . import query as query_language
+from .access import EVERYONE
 from .collection import Collection
 
 
@@ -54,18 +55,24 @@ def parse(index: tantivy.Index, query: str) -> tantivy.Query:
 
 
 def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snippets: bool = True,
-           sort: str = "relevance", collapse: bool = True) -> Results:
+           sort: str = "relevance", collapse: bool = True, reader: int | None = None) -> Results:
     """Ranked hits; with ``collapse`` one per duplicate cluster (the best: most relevant, then
-    most recent), each saying how many near-duplicates it stands for."""
+    most recent), each saying how many near-duplicates it stands for. ``reader``: a uid; only
+    documents that user may read are found (None: no filter), and duplicate counts, which would
+    tell of documents the reader may not see, are left out."""
     if sort not in SORTS:
         raise QueryError(f"cannot sort by {sort!r}: use one of {', '.join(SORTS)}")
     q = parse(coll.index, query)
+    if reader is not None:
+        allowed = tantivy.Query.term_set_query(coll.index.schema, "reader", [reader, EVERYONE])
+        q = tantivy.Query.boolean_query([(tantivy.Occur.Must, q), (tantivy.Occur.Must, allowed)])
     coll.index.reload()
     searcher = coll.index.searcher()
     if not collapse:
         # limit 0 panics inside tantivy (a BaseException): always ask for at least one hit.
         result = searcher.search(q, max(1, limit), count=True, offset=offset, order_by_field=SORTS[sort])
-        return _results(coll, searcher, q, result.hits, result.count or 0, sort, snippets, limit, counts=True)
+        return _results(coll, searcher, q, result.hits, result.count or 0, sort, snippets, limit,
+                        counts=reader is None)
     window = (offset + limit) * 3 + 20
     while True:
         result = searcher.search(q, window, count=True, order_by_field=SORTS[sort])
@@ -74,7 +81,8 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
             break
         window *= 4  # many duplicates among the first hits: look further
     total = result.count or 0
-    return _results(coll, searcher, q, picked[offset:offset + limit], total, sort, snippets, limit, counts=True)
+    return _results(coll, searcher, q, picked[offset:offset + limit], total, sort, snippets, limit,
+                    counts=reader is None)
 
 
 def _collapse(searcher: tantivy.Searcher, hits: list[Any], sort: str) -> list[Any]:

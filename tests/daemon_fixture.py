@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class DaemonProcess:
-    def __init__(self, home: Path, folders: list[Path], extra_config: str = "") -> None:
+    def __init__(self, home: Path, folders: list[Path], extra_config: str = "", args: tuple[str, ...] = ()) -> None:
         self.home = home
+        self.args = args  # more arguments for `deskdex daemon`, e.g. ("--system",)
         (home / "config").mkdir(parents=True, exist_ok=True)
         cfg = "folders = [" + ", ".join(json.dumps(str(f)) for f in folders) + "]\n" + extra_config
         (home / "config" / "config.toml").write_text(cfg)
@@ -30,7 +31,7 @@ class DaemonProcess:
     def start(self, wait: bool = True) -> "DaemonProcess":
         env = dict(os.environ, DESKDEX_HOME=str(self.home), NO_COLOR="1")
         self._logf = open(self.log, "a")
-        self.proc = subprocess.Popen([sys.executable, "-m", "daemon.cli", "daemon"], cwd=ROOT, env=env,
+        self.proc = subprocess.Popen([sys.executable, "-m", "daemon.cli", "daemon", *self.args], cwd=ROOT, env=env,
                                      stdout=self._logf, stderr=subprocess.STDOUT, text=True)
         if wait:
             self.wait_for(lambda st: st["state"] == "idle", timeout=120, what="the first reconcile")

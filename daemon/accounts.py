@@ -1,0 +1,107 @@
+"""The user accounts an enterprise-mode daemon (``deskdex daemon --system``) indexes and serves.
+
+Either the names in the ``accounts`` setting, or, when it is empty, every regular account: a
+uid between UID_MIN and UID_MAX of /etc/login.defs (1000 and 60000 by default), a home folder
+that exists, and a login shell. Their home folders are the watched folders. ``stamp()`` changes
+when /etc/passwd or /etc/group does (useradd, usermod -aG, userdel), so the daemon can pick up
+accounts added later and group membership changes.
+"""
+
+from __future__ import annotations
+
+import grp
+import logging
+import os
+import pwd
+from dataclasses import dataclass
+from typing import Iterable
+
+from index.access import Principal
+
+logger = logging.getLogger(__name__)
+
+LOGIN_DEFS = "/etc/login.defs"
+ACCOUNT_FILES = ("/etc/passwd", "/etc/group")
+NO_LOGIN = ("nologin", "false", "sync", "shutdown", "halt")
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    name: str
+    uid: int
+    gid: int
+    home: str
+    groups: frozenset[int]
+
+    @property
+    def principal(self) -> Principal:
+        return Principal(self.uid, self.groups)
+
+
+def uid_range(path: str = LOGIN_DEFS) -> tuple[int, int]:
+    """(UID_MIN, UID_MAX) of login.defs; Debian's defaults where it does not say."""
+    lo, hi = 1000, 60000
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 2 and parts[1].isdigit():
+                    if parts[0] == "UID_MIN":
+                        lo = int(parts[1])
+                    elif parts[0] == "UID_MAX":
+                        hi = int(parts[1])
+    except OSError:
+        pass
+    return lo, hi
+
+
+def _account(pw: pwd.struct_passwd) -> Account:
+    try:
+        groups = frozenset(os.getgrouplist(pw.pw_name, pw.pw_gid))
+    except OSError:  # the user vanished between the two look-ups
+        groups = frozenset({pw.pw_gid})
+    return Account(pw.pw_name, pw.pw_uid, pw.pw_gid, pw.pw_dir, groups)
+
+
+def regular() -> list[Account]:
+    """Every account a person logs into, by the rules in the module docstring."""
+    lo, hi = uid_range()
+    out = []
+    for pw in pwd.getpwall():
+        shell = os.path.basename(pw.pw_shell or "")
+        if (lo <= pw.pw_uid <= hi and shell and shell not in NO_LOGIN
+                and pw.pw_dir not in ("", "/") and os.path.isdir(pw.pw_dir)):
+            out.append(_account(pw))
+    return sorted(out, key=lambda a: a.uid)
+
+
+def configured(names: Iterable[str]) -> list[Account]:
+    """The named accounts; a name that does not exist (yet) is logged and left out."""
+    out = []
+    for name in names:
+        try:
+            out.append(_account(pwd.getpwnam(name)))
+        except KeyError:
+            logger.warning("account %r does not exist: not indexed until it does", name)
+    return out
+
+
+def load(names: Iterable[str]) -> list[Account]:
+    names = list(names)
+    return configured(names) if names else regular()
+
+
+def stamp() -> tuple[int, ...]:
+    """Changes whenever an account file is rewritten (they are replaced, not edited in place)."""
+    out = []
+    for path in ACCOUNT_FILES:
+        try:
+            st = os.stat(path)
+            out += [st.st_ino, st.st_mtime_ns, st.st_size]
+        except OSError:
+            out += [0, 0, 0]
+    return tuple(out)
+
+
+def homes(accounts: Iterable[Account]) -> list[str]:
+    return sorted({os.path.abspath(a.home) for a in accounts if os.path.isdir(a.home)})

@@ -1,0 +1,310 @@
+"""Privacy across user accounts: who may read what (index/access.py), and the enterprise-mode
+daemon (`deskdex daemon --system`) serving real accounts, each seeing only what they may read.
+
+The end-to-end test creates real accounts with useradd and runs the real CLI as each of them with
+setpriv. The project's interpreter may sit where other users cannot run it (a pyenv under /root),
+so the clients run under the system's /usr/bin/python3 with a copy of the client-side packages
+(daemon/, converters/, webcrawl/, platformdirs and tomli_w: all the CLI imports when a daemon
+answers) in a folder
+everyone may read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import zipfile
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from daemon import accounts
+from index.access import EVERYONE, Acl, AccessChecker, Principal, decode_acl, reader_terms
+
+from .conftest import ROOT
+from .daemon_fixture import DaemonProcess
+
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root: chown to other uids, useradd, setpriv")
+TOOLS = ("useradd", "userdel", "groupadd", "groupdel", "setpriv", "setfacl")
+
+
+def _missing_tools() -> list[str]:
+    return [t for t in TOOLS if shutil.which(t) is None]
+
+
+def test_acl_check_follows_the_kernel_rules():
+    a, b, c = Principal(501, frozenset({501, 900})), Principal(502, frozenset({502})), Principal(503, frozenset({503}))
+    # 0604, group 900: the owner reads, a member of group 900 is denied even though "other" may read.
+    acl = Acl(owner=502, group=900, user_obj=6, group_obj=0, other=4)
+    assert [acl.allows(p, 4) for p in (a, b, c)] == [False, True, True]
+    # A named user entry is limited by the mask.
+    masked = Acl(owner=502, group=502, user_obj=6, group_obj=0, other=0, mask=0, users=((503, 4),))
+    assert not masked.allows(c, 4)
+    assert Acl(502, 502, 6, 0, 0, 4, ((503, 4),)).allows(c, 4)
+    # The kernel's xattr form: version 2, then (tag, perm, id) entries.
+    raw = bytes.fromhex("02000000" "01000600ffffffff" "02000400f7010000" "04000000ffffffff"
+                        "10000400ffffffff" "20000000ffffffff")
+    decoded = decode_acl(raw, Acl(502, 502, 0, 0, 0))
+    assert decoded.users == ((503, 4),) and decoded.mask == 4 and decoded.user_obj == 6
+    assert reader_terms('{"uids":[502,501],"everyone":true}') == [501, 502, EVERYONE] and reader_terms(None) == []
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A folder every user can reach (pytest's tmp_path sits in a 0700 folder of root's)."""
+    d = Path(tempfile.mkdtemp(prefix="deskdex-privacy-", dir="/tmp"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@needs_root
+def test_readers_with_modes_groups_acls_and_folders(open_dir: Path):
+    if shutil.which("setfacl") is None:
+        pytest.skip("setfacl is missing (package acl, see packaging/system-deps.sh)")
+    A, B, C = 50001, 50002, 50003
+    shared = 50100
+    principals = [Principal(A, frozenset({A})), Principal(B, frozenset({B, shared})),
+                  Principal(C, frozenset({C, shared}))]
+
+    def make(path: Path, mode: int, uid: int, gid: int | None = None, folder: bool = False) -> Path:
+        path.mkdir() if folder else path.write_text("x")
+        os.chown(path, uid, uid if gid is None else gid)
+        path.chmod(mode)
+        return path
+
+    home_a = make(open_dir / "a", 0o700, A, folder=True)
+    home_b = make(open_dir / "b", 0o755, B, folder=True)
+    home_c = make(open_dir / "c", 0o700, C, folder=True)
+    files = {
+        "a_world": make(home_a / "world.txt", 0o644, A),  # 0644, but the home is 0700
+        "b_private": make(home_b / "private.txt", 0o600, B),
+        "b_public": make(home_b / "public.txt", 0o644, B),
+        "b_group": make(home_b / "group.txt", 0o640, B, shared),
+        "b_acl": make(home_b / "acl.txt", 0o600, B),
+        "b_denied": make(home_b / "denied.txt", 0o604, B, shared),  # group class without r: C denied
+        "c_through_acl": make(home_c / "note.txt", 0o644, C),
+    }
+    subprocess.run(["setfacl", "-m", f"u:{A}:r", str(files["b_acl"])], check=True)
+    subprocess.run(["setfacl", "-m", f"u:{A}:x", str(home_c)], check=True)  # A may pass through C's home
+
+    checker = AccessChecker(principals)
+    got = {k: checker.readers(str(p)) for k, p in files.items()}
+    assert {k: (sorted(v.uids), v.everyone) for k, v in got.items()} == {
+        "a_world": ([A], False),
+        "b_private": ([B], False),
+        "b_public": ([A, B, C], True),
+        "b_group": ([B, C], False),
+        "b_acl": ([A, B], False),
+        "b_denied": ([A, B], False),  # "other" may read, but C may not: not "everyone"
+        "c_through_acl": ([A, C], False),
+    }
+    assert got["b_acl"].owner == B
+
+
+@needs_root
+def test_regular_accounts_are_discovered(open_dir: Path):
+    if shutil.which("useradd") is None:
+        pytest.skip("useradd is missing")
+    name = "dxt_" + uuid.uuid4().hex[:8]
+    before = accounts.stamp()
+    subprocess.run(["useradd", "-m", "-s", "/bin/sh", name], check=True, capture_output=True)
+    try:
+        assert accounts.stamp() != before
+        found = {a.name: a for a in accounts.regular()}
+        assert name in found and found[name].home == f"/home/{name}"
+        assert found[name].gid in found[name].groups
+        assert accounts.configured([name, "dxt_nobody_" + name])[0].uid == found[name].uid
+    finally:
+        subprocess.run(["userdel", "-r", name], capture_output=True)
+
+
+# -- the enterprise-mode daemon with real accounts ---------------------------------------------
+
+
+class Users:
+    """Two real accounts and a group they share, removed again (with their homes) at the end."""
+
+    def __init__(self) -> None:
+        tag = uuid.uuid4().hex[:6]
+        self.a, self.b, self.c, self.group = f"dxa_{tag}", f"dxb_{tag}", f"dxc_{tag}", f"dxg_{tag}"
+        self.made: list[str] = []
+
+    def add(self, name: str) -> None:
+        self.made.append(name)  # before: a failed useradd may still leave a half-made account
+        subprocess.run(["useradd", "-m", "-s", "/bin/sh", name], check=True, capture_output=True)
+
+    def create(self) -> None:
+        subprocess.run(["groupadd", self.group], check=True, capture_output=True)
+        for name, extra in ((self.a, ["-G", self.group]), (self.b, [])):
+            subprocess.run(["useradd", "-m", "-s", "/bin/sh", *extra, name], check=True, capture_output=True)
+            self.made.append(name)
+
+    def remove(self) -> None:
+        for name in self.made:
+            p = subprocess.run(["userdel", "-r", name], capture_output=True, text=True)
+            if p.returncode not in (0, 12):  # 12: the mail spool was not there
+                print(f"userdel {name}: {p.stderr}", file=sys.stderr)
+        subprocess.run(["groupdel", self.group], capture_output=True)
+
+
+def _client_env(open_dir: Path) -> tuple[str, Path]:
+    """An interpreter any user can run, and a readable copy of every package the CLI imports."""
+    # Which packages: those a fresh interpreter has loaded after building the CLI's parser (which
+    # imports the crawler's commands, and with them httpx, lxml, tantivy) and its client.
+    probe = ("import sys, daemon.cli, daemon.client, daemon.render; daemon.cli.build_parser(); "
+             "print('\\n'.join(f'{k}={getattr(m, \"__file__\", None) or \"\"}' for k, m in list(sys.modules.items()) "
+             "if '.' not in k and k not in sys.stdlib_module_names))")
+    listed = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    lib = open_dir / "lib"
+    lib.mkdir()
+    for name, path in (line.split("=", 1) for line in listed.splitlines()):
+        if not path or name.startswith(("__", "_distutils_hack")):
+            continue
+        src = Path(path).parent if Path(path).name == "__init__.py" else Path(path)
+        for item in (src, src.parent / f"{name}.libs"):  # .libs: shared libraries a wheel bundles
+            if item.is_dir():
+                shutil.copytree(item, lib / item.name, copy_function=_link_or_copy,
+                                ignore=shutil.ignore_patterns("__pycache__"))
+            elif item.exists():
+                _link_or_copy(str(item), str(lib / item.name))
+    for d, _, _ in os.walk(lib):
+        os.chmod(d, 0o755)
+    return "/usr/bin/python3", lib
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """A hard link is instant and readable wherever the original is 0644, whatever its folders."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+    os.chmod(dst, os.stat(dst).st_mode | 0o444)
+
+
+def _as(user: str | None, argv: list[str], lib: Path, home: Path | None) -> subprocess.CompletedProcess[str]:
+    """Run argv as ``user`` (its uid, gid and groups) or, with None, as an account outside the accounts."""
+    if user is None:
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    else:
+        prefix = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups"]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(lib), "HOME": str(home or "/"), "NO_COLOR": "1",
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run([*prefix, *argv], cwd=lib, env=env, capture_output=True, text=True, timeout=30)
+
+
+@needs_root
+def test_system_daemon_serves_each_user_what_they_may_read(open_dir: Path):
+    missing = _missing_tools()
+    if missing:
+        pytest.skip(f"missing {', '.join(missing)} (packages passwd, util-linux, acl)")
+    py, lib = _client_env(open_dir)
+    version = subprocess.run([py, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                             text=True).stdout.strip() if os.access(py, os.X_OK) else "missing"
+    if version != str(sys.version_info[:2]):
+        pytest.skip(f"{py} is {version}, not Python {sys.version_info[:2]}: no interpreter other users can run "
+                    "the client with (this one's compiled packages need the same version)")
+    users = Users()
+    daemon = None
+    try:
+        users.create()
+        import grp
+        import pwd
+
+        pa, pb = pwd.getpwnam(users.a), pwd.getpwnam(users.b)
+        ha, hb = Path(pa.pw_dir), Path(pb.pw_dir)
+        ha.chmod(0o700)
+        hb.chmod(0o755)
+
+        def put(path: Path, text: str, mode: int, owner: pwd.struct_passwd, gid: int | None = None) -> Path:
+            path.write_text(f"quokka {text}\n")
+            os.chown(path, owner.pw_uid, owner.pw_gid if gid is None else gid)
+            path.chmod(mode)
+            return path
+
+        put(ha / "a_secret.txt", "alpha", 0o600, pa)
+        put(ha / "a_world.txt", "bravo", 0o644, pa)  # 0644 in a 0700 home: still A's alone
+        put(hb / "b_secret.txt", "charlie", 0o600, pb)
+        put(hb / "b_public.txt", "delta", 0o644, pb)  # 0644 in a 0755 home: everyone
+        put(hb / "b_group.txt", "echo", 0o640, pb, grp.getgrnam(users.group).gr_gid)  # A is in the group
+        put(hb / "b_acl.txt", "foxtrot", 0o600, pb)
+        subprocess.run(["setfacl", "-m", f"u:{users.a}:r", str(hb / "b_acl.txt")], check=True)
+        with zipfile.ZipFile(hb / "b_box.zip", "w") as z:  # members inherit their container's readers
+            z.writestr("inner.txt", "quokka golf\n")
+        os.chown(hb / "b_box.zip", pb.pw_uid, pb.pw_gid)
+        (hb / "b_box.zip").chmod(0o600)
+
+        home = open_dir / "home"
+        # The third account does not exist yet: it is picked up when it is created (below).
+        names = ", ".join(json.dumps(n) for n in (users.a, users.b, users.c))
+        daemon = DaemonProcess(home, [], extra_config=f"accounts = [{names}]\n", args=("--system",))
+        daemon.start()
+        assert oct((home / "run").stat().st_mode & 0o777) == "0o755"
+        assert oct(os.stat(daemon.socket).st_mode & 0o777) == "0o666"
+        assert oct((home / "data").stat().st_mode & 0o777) == "0o700"
+
+        def seen(user: str | None) -> set[str]:
+            p = _as(user, [py, "-m", "daemon.cli", "search", "quokka", "--json", "--limit", "50", "--home", str(home)],
+                    lib, ha if user == users.a else hb if user == users.b else None)
+            assert p.returncode == 0, p.stderr
+            return {h["uri"].rsplit("/", 1)[-1] for h in json.loads(p.stdout)["hits"]}
+
+        everything = {"a_secret.txt", "a_world.txt", "b_secret.txt", "b_public.txt", "b_group.txt", "b_acl.txt",
+                      "b_box.zip#inner.txt"}
+        assert {h["uri"].rsplit("/", 1)[-1] for h in daemon.call("search", query="quokka", limit=50)["hits"]} == everything
+        assert seen(users.a) == {"a_secret.txt", "a_world.txt", "b_public.txt", "b_group.txt", "b_acl.txt"}
+        assert seen(users.b) == {"b_secret.txt", "b_public.txt", "b_group.txt", "b_acl.txt",
+                                 "b_box.zip#inner.txt"}
+        assert seen(None) == {"b_public.txt"}
+
+        # What a client says about itself counts for nothing: B claiming to be A (or root).
+        spoof = ("import json,socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f=s.makefile('rwb');"
+                 "[(f.write(json.dumps(r).encode()+b'\\n'), f.flush(), print(f.readline().decode().strip())) for r in "
+                 "json.loads(sys.argv[2])]")
+        claims = [{"op": "search", "query": "quokka", "limit": 50, "reader": pa.pw_uid, "uid": 0},
+                  {"op": "search", "query": "quokka", "limit": 50, "peer": [0, 0, 1]},
+                  {"op": "pause"}, {"op": "status", "failures": True}]
+        p = _as(users.b, [py, "-c", spoof, daemon.socket, json.dumps(claims)], lib, hb)
+        assert p.returncode == 0, p.stderr
+        claimed, peer, pause, status = (json.loads(line) for line in p.stdout.splitlines())
+        assert {h["uri"].rsplit("/", 1)[-1] for h in claimed["result"]["hits"]} == seen(users.b)
+        assert peer["ok"] is False and peer["error"]["code"] == "bad_args"
+        assert pause["ok"] is False and pause["error"]["code"] == "forbidden"
+        st = status["result"]
+        assert st["documents"] == 8 and st["folders"] == [] and "failures" not in st and st["state"] == "idle"
+
+        # Permission changes are followed live: a file's chmod (IN_ATTRIB), and a folder's.
+        (hb / "b_secret.txt").chmod(0o644)
+        ha.chmod(0o755)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            a_sees, b_sees = seen(users.a), seen(users.b)
+            if "b_secret.txt" in a_sees and "a_world.txt" in b_sees:
+                break
+            time.sleep(0.3)
+        assert "b_secret.txt" in a_sees and "a_world.txt" in b_sees, (a_sees, b_sees, daemon.log.read_text()[-2000:])
+        assert "a_secret.txt" not in b_sees  # 0600 stays private in an open home
+
+        # An account created while the daemon runs: its home is watched, its files are its own, and
+        # what everyone may read (A's home is 0755 by now) is computed for it too.
+        users.add(users.c)
+        pc = pwd.getpwnam(users.c)
+        Path(pc.pw_dir).chmod(0o700)
+        put(Path(pc.pw_dir) / "c_own.txt", "hotel", 0o644, pc)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and (c_sees := seen(users.c)) != {"a_world.txt", "b_public.txt", "b_secret.txt", "c_own.txt"}:
+            time.sleep(0.3)
+        assert c_sees == {"a_world.txt", "b_public.txt", "b_secret.txt", "c_own.txt"}, daemon.log.read_text()[-2000:]
+        assert "c_own.txt" not in seen(users.a)
+    finally:
+        if daemon is not None and daemon.proc is not None:
+            daemon.stop()
+        users.remove()
