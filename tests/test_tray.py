@@ -112,7 +112,7 @@ def tray(qapp: Any, daemon: FakeDaemon) -> Iterator[Any]:
     t.close()
 
 
-def wait_for(cond: Callable[[], Any], what: str, timeout: float = 5.0) -> None:
+def wait_for(cond: Callable[[], Any], what: str, timeout: float = 15.0) -> None:
     from PySide6.QtTest import QTest
 
     deadline = time.monotonic() + timeout
