@@ -17,7 +17,7 @@ from converters import Limits, Source
 from converters.isolation import WorkerPool
 from index import Collection, Row
 from index.checksums import bytes_checksum, text_checksum
-from webcrawl.sink import FetchedPage, KnownPage, PutResult, Visit
+from webcrawl.sink import FetchedPage, KnownPage, PutResult, Visit, record_visit
 
 logger = logging.getLogger(__name__)
 
@@ -112,18 +112,13 @@ class IndexSink:
         return None
 
     def _visit(self, kp: KnownPage, page: FetchedPage, changed: bool) -> PutResult:
-        kp.etag = page.headers.get("etag") or kp.etag
-        kp.last_modified = page.headers.get("last-modified") or kp.last_modified
-        kp.fetched_at = page.fetched_at
-        if page.body:
-            kp.size = len(page.body)
-        if changed or not kp.visits:
+        if not kp.visits:
             kp.changed_at = page.fetched_at
-        kp.visits.append(Visit(page.fetched_at, changed))
+        result = record_visit(kp, page, changed)
         kp.visits = kp.visits[-50:]  # enough history for the rate estimate, bounded
         self.db.execute("INSERT OR REPLACE INTO web_pages(url, info) VALUES(?,?)", (kp.url, _dump(kp)))
         self._tick()
-        return "stored" if changed else "unchanged"
+        return result
 
     def _tick(self) -> None:
         self._since_commit += 1

@@ -88,6 +88,20 @@ def text_of(page: FetchedPage) -> str:
     return doc.text(main_only=True) if doc is not None else ""
 
 
+def record_visit(kp: KnownPage, page: FetchedPage, changed: bool) -> PutResult:
+    """Note a visit on ``kp``: the validators to replay, and whether the page had changed (every
+    sink keeps this history the same way: the change-rate estimate depends on it)."""
+    kp.etag = page.headers.get("etag") or kp.etag
+    kp.last_modified = page.headers.get("last-modified") or kp.last_modified
+    kp.fetched_at = page.fetched_at
+    if page.body:
+        kp.size = len(page.body)
+    if changed:
+        kp.changed_at = page.fetched_at
+    kp.visits.append(Visit(page.fetched_at, changed))
+    return "stored" if changed else "unchanged"
+
+
 class MemorySink:
     """A sink in memory: stores page texts, records visits, finds near-duplicates by shingle overlap.
 
@@ -137,15 +151,7 @@ class MemorySink:
         return "stored"
 
     def _visit(self, kp: KnownPage, page: FetchedPage, changed: bool) -> PutResult:
-        kp.etag = page.headers.get("etag") or kp.etag
-        kp.last_modified = page.headers.get("last-modified") or kp.last_modified
-        kp.fetched_at = page.fetched_at
-        if page.body:
-            kp.size = len(page.body)
-        if changed:
-            kp.changed_at = page.fetched_at
-        kp.visits.append(Visit(page.fetched_at, changed))
-        return "stored" if changed else "unchanged"
+        return record_visit(kp, page, changed)
 
     def _near_duplicate(self, url: str, text: str) -> str | None:
         mine = shingles(text)
