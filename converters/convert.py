@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import GeneratorType
+from typing import Any
 
 from .detect import OCTET, detect
 from .document import Document
@@ -32,6 +33,7 @@ class Outcome:
     document: Document | None = None
     reason: str = ""
     message: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)  # what a worker-side hook adds (isolation.py)
 
     @property
     def ok(self) -> bool:

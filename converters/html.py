@@ -34,6 +34,11 @@ BLOCKS = {"p": "p", "div": "p", "section": "p", "article": "p", "main": "p", "li
           "legend": "p", "summary": "p", "details": "p", "label": "p", "option": "p",
           # Boilerplate containers are blocks of their own, so their text never joins a main block.
           "nav": "p", "header": "p", "footer": "p", "aside": "p", "menu": "p"}
+# Inline formatting inside running text. Counted as tags, they break a paragraph of prose into
+# many small plateaus (one word in <code><span>, as Sphinx writes) and the notes' token method
+# loses the main text; links still count, being what navigation is made of.
+INLINE = {"em", "i", "b", "strong", "code", "span", "small", "sup", "sub", "kbd", "tt", "abbr", "cite",
+          "font", "u", "s", "mark", "q", "var", "samp", "dfn", "bdi", "bdo", "wbr", "time", "big"}
 STYLES = {"em": "em", "i": "em", "cite": "em", "strong": "strong", "b": "strong", "code": "code",
           "kbd": "code", "samp": "code", "tt": "code"}
 
@@ -143,7 +148,9 @@ class _Walker:
             # The notes' token method counts the tags of a form or an svg even though its text is dropped.
             self.page.tags(2 * sum(1 for e in el.iter() if isinstance(e.tag, str)))
             return
-        self.page.tags()
+        counted = tag not in INLINE  # inline formatting is not page structure (see INLINE)
+        if counted:
+            self.page.tags()
         boiler = boiler or tag in BOILER or _hidden(el)
         hint = _name_hint(el, hint)
         block = None
@@ -166,7 +173,8 @@ class _Walker:
                 self.start(block[0] if block else self.kind, block[1] if block else self.level,
                            boiler if block else self.boiler, hint if block else self.hint)
             self.text(child.tail, style, href, pre)
-        self.page.tags()
+        if counted:
+            self.page.tags()
         if block:
             self.flush()
 

@@ -54,7 +54,9 @@ def _ioprio_idle() -> None:
         pass
 
 
-def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[str, str] | None) -> None:
+def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[str, str] | None,
+                 enrich: str | None) -> None:
+    import importlib
     import resource
 
     from .registry import Registry
@@ -64,6 +66,10 @@ def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[s
     if limits.memory_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
     registry = Registry(overrides=overrides)
+    hook = None
+    if enrich:
+        module, _, func = enrich.partition(":")
+        hook = getattr(importlib.import_module(module), func)
     while True:
         try:
             source = conn.recv()
@@ -72,7 +78,10 @@ def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[s
         if source is None:
             return
         try:
-            conn.send((convert(source, registry, limits), False))
+            outcomes = convert(source, registry, limits)
+            if hook is not None:
+                hook(outcomes)  # work done here runs in parallel, not in the one writer
+            conn.send((outcomes, False))
         except MemoryError:
             # Say this process is done: a fresh one replaces it, with no heap left fragmented.
             conn.send(([Outcome(source.uri, reason="memory",
@@ -91,8 +100,9 @@ class _Worker:
 
 class WorkerPool:
     def __init__(self, workers: int = 2, limits: Limits = Limits(), idle: bool = True,
-                 overrides: dict[str, str] | None = None) -> None:
+                 overrides: dict[str, str] | None = None, enrich: str | None = None) -> None:
         self.size = max(1, workers)
+        self.enrich = enrich  # "module:function" called in the worker on each file's outcomes
         self.limits = limits
         self.idle = idle
         self.overrides = overrides  # MIME type -> "module:function", merged over the built-in table
@@ -106,7 +116,7 @@ class WorkerPool:
 
     def _spawn(self) -> _Worker:
         parent, child = _CTX.Pipe()
-        p = _CTX.Process(target=_worker_main, args=(child, self.limits, self.idle, self.overrides), daemon=True,
+        p = _CTX.Process(target=_worker_main, args=(child, self.limits, self.idle, self.overrides, self.enrich), daemon=True,
                          name="deskdex-convert")
         p.start()
         child.close()

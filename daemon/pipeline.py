@@ -103,7 +103,7 @@ class Indexer:
     @property
     def pool(self) -> WorkerPool:
         if self._pool is None:
-            self._pool = WorkerPool(self.workers, self.limits, idle=self.idle)
+            self._pool = WorkerPool(self.workers, self.limits, idle=self.idle, enrich="index.duplicates:enrich")
         return self._pool
 
     def release(self) -> None:

@@ -41,7 +41,13 @@ def run_daemon(cfg: Config, once: bool = False, system: bool = False) -> int:
     from .instance import InstanceLock
     from .server import Server, private_dir
 
+    from converters.isolation import lower_priority
+
     home = cfg.home
+    # The whole daemon yields to the user, not only its converters: the writer (tantivy, the
+    # duplicate tables) and the watcher run at idle CPU and I/O priority too, as the service
+    # units ask (packaging/). When nothing else runs, idle priority costs nothing.
+    lower_priority()
     with InstanceLock(os.path.join(home.data_dir, "daemon.lock")):
         if not system:
             private_dir(home.runtime_dir)

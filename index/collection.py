@@ -21,7 +21,7 @@ from converters.errors import IndexBusy, IndexMissing, StoreError
 
 from . import fulltext
 from .checksums import bytes_checksum, text_checksum
-from .duplicates import DEFAULT_K, DEFAULT_MIN_SIMILARITY, DuplicateIndex
+from .duplicates import DEFAULT_K, DEFAULT_MIN_SIMILARITY, DuplicateIndex, Features
 from .store import Catalog, Row
 
 logger = logging.getLogger(__name__)
@@ -121,8 +121,9 @@ class Collection:
         return text.replace('<doc uri=""', f'<doc uri="{_attr(row.uri)}"', 1)
 
     # -- writing -----------------------------------------------------------------------------
-    def put(self, row: Row, doc: Document | None) -> None:
-        """Store a converted document (or, with ``doc`` None, a name-only or failed entry)."""
+    def put(self, row: Row, doc: Document | None, feats: Features | None = None) -> None:
+        """Store a converted document (or, with ``doc`` None, a name-only or failed entry).
+        ``feats``: its duplicate-detection features when computed already (in a worker)."""
         assert self._writer is not None, "collection opened read-only"
         if doc is not None:
             # The stored text leaves the URI out, so identical files share one stored text.
@@ -130,20 +131,22 @@ class Collection:
             data = tagged.dumps(doc).encode("utf-8")
             doc.uri = uri
             row.blob = bytes_checksum(data)
-            row.text_sum = text_checksum(doc.body_text() + "\n" + doc.body_text(boilerplate=True))
+            row.text_sum = feats.group if feats is not None and feats.group else \
+                text_checksum(doc.body_text() + "\n" + doc.body_text(boilerplate=True))
             row.title = doc.title
             row.mime = doc.mime
             self.catalog.put_text(row.blob, data)
-        self._store(row, doc)
+        self._store(row, doc, feats)
 
-    def _store(self, row: Row, doc: Document | None) -> None:
+    def _store(self, row: Row, doc: Document | None, feats: Features | None = None) -> None:
         """Catalog row, duplicate clusters and tantivy entry for one document."""
         self.catalog.put(row)
         doc_id = self.catalog.doc_id(row.uri)
         touched = {doc_id}
         before = {c for c in (self.dups.cluster_of(doc_id),) if c is not None}
         if doc is not None and row.status == "ok":
-            changes = self.dups.add(doc_id, doc.body_text(), doc.body_text(boilerplate=True), text_sum=row.text_sum)
+            changes = self.dups.add(doc_id, doc.body_text(), doc.body_text(boilerplate=True), text_sum=row.text_sum,
+                                    feats=feats)
         else:
             changes = self.dups.remove(doc_id)
         row.cluster = self._cluster_value(doc_id)

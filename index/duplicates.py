@@ -22,7 +22,7 @@ from . import fingerprints as fpr
 from .checksums import bytes_checksum, normalise
 from .clusters import Changes, Clusters, UnionFind
 from .neardup import MemoryTables, SqliteTables
-from .simhash import MIN_WORDS, simhash
+from .simhash import MIN_WORDS, simhash_of_words
 from .sqlutil import atomic
 
 logger = logging.getLogger(__name__)
@@ -49,6 +49,38 @@ class ChangeSet:
         return set(self.changed) | set(self.removed)
 
 
+@dataclass(frozen=True, slots=True)
+class Features:
+    """What duplicate detection keeps of a text: the exact key (the catalog's text checksum, None
+    for an empty text), the simhash (None when too short) and the winnowed fingerprints."""
+
+    group: str | None
+    fp: int | None
+    fps: np.ndarray
+
+
+def features(text: str, boilerplate: str = "", text_sum: str | None = None,
+             min_words: int = MIN_WORDS) -> Features:
+    """Features of a document: ``text`` its main content, ``boilerplate`` the rest. Each text is
+    normalised once; this is the costly part, so the indexer computes it in its worker processes
+    (``enrich``), beside the conversion, rather than in the one writer."""
+    main = normalise(text).split()
+    everything = main + normalise(boilerplate).split() if boilerplate else main
+    # The exact key covers the whole text, as the catalog's checksum does; an empty text has no
+    # key, or every empty file would be one cluster.
+    group = (text_sum or bytes_checksum(" ".join(everything).encode("utf-8"))) if everything else None
+    fp = simhash_of_words([w for w in main if not w.isdigit()], min_words)
+    fps = fpr.fingerprints_of_words(main) if fp is not None else fpr.EMPTY
+    return Features(group, fp, fps)
+
+
+def enrich(outcomes: list) -> None:  # type: ignore[type-arg]
+    """Worker-side hook of converters.isolation.WorkerPool: features for every converted document."""
+    for o in outcomes:
+        if o.document is not None:
+            o.extra["features"] = features(o.document.body_text(), o.document.body_text(boilerplate=True))
+
+
 class DuplicateIndex:
     def __init__(self, conn: sqlite3.Connection, k: int = DEFAULT_K,
                  min_similarity: float = DEFAULT_MIN_SIMILARITY, blocks: int | None = None,
@@ -68,10 +100,13 @@ class DuplicateIndex:
         self.rebuilt = self.rebuild() if row is not None and row[0] != params else ChangeSet()
 
     # -- one document ----------------------------------------------------------------------
-    def add(self, doc_id: int, text: str, boilerplate: str = "", text_sum: str | None = None) -> ChangeSet:
+    def add(self, doc_id: int, text: str = "", boilerplate: str = "", text_sum: str | None = None,
+            feats: Features | None = None) -> ChangeSet:
         """Add or replace a document: ``text`` its main content, ``boilerplate`` the rest.
-        ``text_sum`` is the catalog's text checksum, computed here when not given."""
-        group, fp, fps = self._features(text, boilerplate, text_sum)
+        ``text_sum`` is the catalog's text checksum, computed here when not given; ``feats``,
+        when the caller has them already (``features``), stand for all three."""
+        group, fp, fps = self._features(text, boilerplate, text_sum) if feats is None else (feats.group, feats.fp,
+                                                                                           feats.fps)
         with atomic(self.db):
             self.tables.remove(doc_id)
             self.db.execute("DELETE FROM dup_docs WHERE doc=?", (doc_id,))
@@ -119,13 +154,8 @@ class DuplicateIndex:
     # -- internals -------------------------------------------------------------------------
     def _features(self, text: str, boilerplate: str,
                   text_sum: str | None) -> tuple[str | None, int | None, np.ndarray]:
-        # The exact key covers the whole text, as the catalog's checksum does; an empty text
-        # has no key, or every empty file would be one cluster.
-        norm = normalise(text + "\n" + boilerplate)
-        group = (text_sum or bytes_checksum(norm.encode("utf-8"))) if norm else None
-        fp = simhash(text, self.min_words)
-        fps = fpr.fingerprints(text) if fp is not None else fpr.EMPTY
-        return group, fp, fps
+        f = features(text, boilerplate, text_sum, self.min_words)
+        return f.group, f.fp, f.fps
 
     def _confirm(self, fp: int | None, fps: np.ndarray, exclude: int | None = None) -> list[tuple[int, float]]:
         """Simhash candidates within k whose fingerprint similarity reaches the threshold."""

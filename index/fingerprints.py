@@ -39,7 +39,11 @@ EMPTY = np.empty(0, dtype=np.uint32)
 
 def fingerprints(text: str, n: int = NGRAM, window: int = WINDOW) -> np.ndarray:
     """The selected n-gram hashes of ``text``: a sorted, duplicate-free uint32 array."""
-    ws = words(text)
+    return fingerprints_of_words(words(text), n, window)
+
+
+def fingerprints_of_words(ws: list[str], n: int = NGRAM, window: int = WINDOW) -> np.ndarray:
+    """``fingerprints`` over words already normalised."""
     if len(ws) < n:
         # A text shorter than one n-gram is one fingerprint (or none): exact match territory.
         return np.array([_hash(" ".join(ws))], dtype=np.uint32) if ws else EMPTY

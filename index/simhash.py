@@ -48,10 +48,14 @@ def word_hash(word: str) -> int:
 def simhash(text: str, min_words: int = MIN_WORDS) -> int | None:
     """The 64-bit simhash of ``text`` (main content only: leave boilerplate out), or None
     when the text has fewer than ``min_words`` content words."""
-    ws = content_words(text)
-    if len(ws) < min_words:
+    return simhash_of_words(content_words(text), min_words)
+
+
+def simhash_of_words(content: list[str], min_words: int = MIN_WORDS) -> int | None:
+    """``simhash`` over words already normalised, numbers left out (``content_words``)."""
+    if len(content) < min_words:
         return None
-    return simhash_of_counts(Counter(ws))
+    return simhash_of_counts(Counter(content))
 
 
 def simhash_of_counts(counts: Counter[str] | dict[str, int]) -> int:
