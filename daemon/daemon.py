@@ -270,7 +270,13 @@ class Daemon:
         self._fresh_access()
         files = self.indexer.scan(present, self.cfg["exclude"])
         self.state = "indexing"
-        summary = self.indexer.sync(present, files, progress=self._progress)
+        bar = _bar(len(files))
+        progress = self._progress if bar is None else (lambda n, path: (bar.update(n), self._progress(n, path)))
+        try:
+            summary = self.indexer.sync(present, files, progress=progress)
+        finally:
+            if bar is not None:
+                bar.close()
         self.current = None
         self._last_work = time.monotonic()
         logger.info("reconciled %s: indexed %d, unchanged %d, removed %d, failed %d", ", ".join(present),
@@ -483,6 +489,17 @@ class Daemon:
             self._rescan.update(self.folders())  # newly excluded files leave, re-included ones come back
             self._cond.notify_all()
         return self.op_exclude_list()
+
+
+def _bar(total: int) -> Any:
+    """A progress bar on a terminal (``make run``), nothing under a service manager."""
+    import sys
+
+    if not sys.stderr.isatty() or total < 50:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="file", file=sys.stderr, dynamic_ncols=True, smoothing=0.05, leave=False)
 
 
 def _stat(path: str) -> FileInfo | None:
