@@ -88,11 +88,27 @@ def tree_cpu(pid: int) -> float:
 
 
 def words() -> list[str]:
-    corpus = Path("/tmp/corpora/mixed/deb/debian-faq")
-    text = " ".join(p.read_text(errors="ignore") for p in sorted(corpus.glob("*.txt*"))[:3] if p.suffix == ".txt")
-    ws = sorted({w.lower() for w in text.split() if w.isalpha() and 3 <= len(w) <= 12})
-    return ws if len(ws) > 500 else ("alpha beta gamma delta river mountain harbour engine ledger orchard violin "
-                                     "canyon pepper saddle lantern meadow quartz falcon timber velvet").split() * 30
+    """A real vocabulary: the words of the Python tutorial and library docs in the corpus, or the
+    system dictionary. (A small vocabulary makes every file a near-duplicate of every other.)"""
+    import re
+
+    texts = []
+    corpus = Path("/tmp/corpora/mixed/deb/python3.11-doc/html")
+    for p in sorted(corpus.rglob("*.html"))[:400]:
+        texts.append(re.sub(r"<[^>]+>", " ", p.read_text(errors="ignore")))
+    for dict_file in ("/usr/share/dict/words",):
+        if not texts and os.path.exists(dict_file):
+            texts.append(Path(dict_file).read_text(errors="ignore"))
+    ws = sorted({w.lower() for w in " ".join(texts).split() if w.isalpha() and 3 <= len(w) <= 14})
+    if len(ws) < 5000:
+        raise SystemExit("no vocabulary: build the corpus (../shared/corpus/build.sh) first")
+    return ws
+
+
+def zipf_choice(rnd: random.Random, vocab: list[str], k: int) -> list[str]:
+    """k words drawn with Zipf-like frequencies, as in real text (a few common, most rare)."""
+    n = len(vocab)
+    return [vocab[min(n - 1, int(n ** rnd.random()) - 1)] for _ in range(k)]
 
 
 def generate(folder: Path, n: int, vocab: list[str]) -> None:
@@ -101,7 +117,7 @@ def generate(folder: Path, n: int, vocab: list[str]) -> None:
         sub = folder / f"d{i // 1000:03d}" / f"e{(i // 50) % 20:02d}"
         if i % 50 == 0:
             sub.mkdir(parents=True, exist_ok=True)
-        body = " ".join(rnd.choice(vocab) for _ in range(rnd.randint(80, 400)))
+        body = " ".join(zipf_choice(rnd, vocab, rnd.randint(80, 400)))
         (sub / f"note{i}.txt").write_text(f"Note {i}\n\n{body} uniq{i}x\n")
 
 

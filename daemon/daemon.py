@@ -55,6 +55,8 @@ class Daemon:
         self.paused = False
         self.on_battery = False
         self._busy_since = time.monotonic()
+        self._files_left = 0  # files of the reconcile under way not yet done (part of the queue)
+        self._counts: tuple[str | None, dict[str, Any], dict[str, int]] | None = None
         self._records: list[Record] = []
         self._rescan: set[str] = set()
         self._cond = threading.Condition()
@@ -271,10 +273,12 @@ class Daemon:
         files = self.indexer.scan(present, self.cfg["exclude"])
         self.state = "indexing"
         bar = _bar(len(files))
+        self._files_left = len(files)
         progress = self._progress if bar is None else (lambda n, path: (bar.update(n), self._progress(n, path)))
         try:
             summary = self.indexer.sync(present, files, progress=progress)
         finally:
+            self._files_left = 0
             if bar is not None:
                 bar.close()
         self.current = None
@@ -285,6 +289,7 @@ class Daemon:
 
     def _progress(self, n: int, path: str) -> None:
         self.current = path
+        self._files_left = max(0, self._files_left - n)
         budget = float(self.cfg["cpu_budget"])
         if 0 < budget < 100:
             # A duty cycle: after busy time t, rest t * (100 / budget - 1).
@@ -369,16 +374,18 @@ class Daemon:
         if self.system and (peer is None or peer.uid != 0):  # counts only: no paths of others' files
             failures = False
         with self._read_lock:
-            counts = self.reader.catalog.counts()
             last = self.reader.catalog.get_meta("last_commit")
-            sizes = self.reader.sizes()
+            if self._counts is None or self._counts[0] != last:
+                # Counting a big catalog takes a while: once per commit, not once per question
+                # (the tray asks every few seconds).
+                self._counts = (last, self.reader.catalog.counts(), self.reader.sizes())
+            counts, sizes = dict(self._counts[1]), self._counts[2]
             if failures:
                 counts["failures"] = failure_list(self.reader)
-        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         with self._cond:
-            queue = len(self._records) + len(self._rescan)
+            queue = len(self._records) + len(self._rescan) + self._files_left
         out = {"state": self.state, "queue": queue, "current": self.current, **counts, **sizes,
-               "cpu_seconds": round(me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, 2),
+               "cpu_seconds": round(self._cpu_seconds(), 2),
                "last_commit": float(last) if last else None, "folders": self.folders(),
                "offline": sorted(self.offline), "notes": self.notes, "pid": os.getpid(),
                "converted": self.indexer.converted, "paused": self.paused,
@@ -387,6 +394,20 @@ class Daemon:
             for key in ("current", "folders", "offline", "notes", "pid"):
                 out[key] = [] if isinstance(out[key], list) else None
         return out
+
+    def _cpu_seconds(self) -> float:
+        """CPU used since start: this process, converters already ended, and those running."""
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        total = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+        pool = self.indexer._pool
+        for w in (pool._workers if pool is not None else []):
+            try:
+                with open(f"/proc/{w.process.pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            except (OSError, IndexError, ValueError):
+                pass  # not Linux, or the worker just ended
+        return total
 
     def op_search(self, query: str = "", limit: int = 10, offset: int = 0, sort: str = "relevance",
                   all: bool = False, peer: Any = None, **_: Any) -> dict[str, Any]:

@@ -29,6 +29,10 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_K = 4  # chosen from benchmarks/dups_quality.py: see docs/duplicates.md
 DEFAULT_MIN_SIMILARITY = 0.5  # share of winnowed 5-gram fingerprints in common
+# At most this many simhash candidates are read per table and confirmed by fingerprints when a
+# document is added: enough for any real cluster, and a bound when thousands of texts are nearly
+# the same (templated notes, generated files), where confirming all would be quadratic.
+MAX_CANDIDATES = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +166,7 @@ class DuplicateIndex:
         if fp is None:
             return []
         out = []
-        for other, _dist in self.tables.search(fp):
+        for other, _dist in self.tables.search(fp, per_table=MAX_CANDIDATES)[:MAX_CANDIDATES]:
             if other == exclude:
                 continue
             row = self.db.execute("SELECT fps FROM dup_docs WHERE doc=?", (other,)).fetchone()

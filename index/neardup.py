@@ -95,11 +95,15 @@ class SqliteTables:
         row = self.db.execute("SELECT fp FROM dup_simhash WHERE doc=?", (doc,)).fetchone()
         return None if row is None else to_unsigned(row[0])
 
-    def search(self, fp: int) -> list[tuple[int, int]]:
-        """(doc, distance) of every stored fingerprint within k of ``fp``, nearest first."""
+    def search(self, fp: int, per_table: int | None = None) -> list[tuple[int, int]]:
+        """(doc, distance) of every stored fingerprint within k of ``fp``, nearest first.
+
+        ``per_table`` caps the rows read from one table: exact without it; with it, bounded when
+        thousands of documents share a key (a collection of near-identical texts), where reading
+        them all on every add would make indexing quadratic."""
         found: dict[int, int] = {}
         q = ("SELECT k.doc, s.fp FROM dup_keys k JOIN dup_simhash s ON s.doc = k.doc "
-             "WHERE k.t=? AND k.key=?")
+             "WHERE k.t=? AND k.key=?" + (f" LIMIT {int(per_table)}" if per_table else ""))
         for t, m in enumerate(self.masks):
             for doc, other in self.db.execute(q, (t, to_signed(fp & m))):
                 if doc not in found:
