@@ -218,3 +218,81 @@ def test_new_schema_rebuilds_the_index_from_the_catalog_without_converting(cli: 
     s = json.loads(cli.run("index", str(tree), "--json").stdout)
     assert s["indexed"] == 0 and s["unchanged"] == 4
     assert paths(cli.json("search", "lighthouse")) == ["trip.docx"]
+
+
+def test_file_deleted_mid_run_is_reported_and_leaves_no_ghost(tmp_path: Path, tree: Path):
+    from converters.limits import Limits
+    from daemon.pipeline import Indexer
+    from index import Collection
+
+    with Collection.open(str(tmp_path / "data"), writable=True) as coll:
+        indexer = Indexer(coll, Limits(), workers=1)
+        files = indexer.scan([str(tree)])
+        (tree / "garden.html").unlink()  # after the scan, before its turn
+        s = indexer.sync([str(tree)], files)
+        assert s.failed == {"vanished": 1} and s.indexed == 3
+        assert [f[0] for f in s.failures] == [str(tree / "garden.html")]
+        assert coll.get((tree / "garden.html").as_uri()) is None
+
+
+def test_show_a_member_of_an_archive(cli: CLI, tmp_path: Path):
+    import zipfile
+
+    d = tmp_path / "z"
+    d.mkdir()
+    with zipfile.ZipFile(d / "bundle.zip", "w") as z:
+        z.writestr("notes/inside.txt", "a note about the walrus inside a zip\n")
+    cli.run("index", str(d))
+    hit = cli.json("search", "walrus")["hits"][0]
+    assert hit["uri"] == (d / "bundle.zip").as_uri() + "#notes/inside.txt"
+    out = cli.run("show", hit["uri"]).stdout
+    assert out.startswith(f'<doc uri="{hit["uri"]}"') and "walrus" in out
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(cli: CLI, tree: Path):
+    import pty
+    import sys
+
+    cli.run("index", str(tree))
+
+    def on_tty(env_extra: dict) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+        env.update(DESKDEX_HOME=str(cli.home), **env_extra)
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.chdir(Path(__file__).parent.parent)
+            os.execve(sys.executable, [sys.executable, "-m", "daemon.cli", "search", "lighthouse"], env)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.waitpid(pid, 0)
+        return out.decode()
+
+    assert "\x1b[" in on_tty({})
+    assert "\x1b[" not in on_tty({"NO_COLOR": "1"})
+    assert "\x1b[" not in cli.run("search", "lighthouse").stdout  # a pipe
+
+
+def test_open_hands_the_nth_result_to_the_desktop(cli: CLI, tree: Path, tmp_path: Path):
+    # No desktop session exists on a test machine: a stand-in xdg-open records what it was given.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "opened.txt"
+    (bin_dir / "xdg-open").write_text(f"#!/bin/sh\necho \"$1\" > {record}\n")
+    (bin_dir / "xdg-open").chmod(0o755)
+    cli.run("index", str(tree))
+    cli.run("search", "lighthouse", "--open", "1", env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert record.read_text().strip() == str(tree / "trip.docx")
+    p = cli.run("search", "lighthouse", "--open", "5", check=False)
+    assert p.returncode == 1 and "only 1 results" in p.stderr
+
+
+def test_service_status_from_the_cli(cli: CLI):
+    st = cli.json("service", "status")
+    assert st["kind"] in ("systemd", "launchd", "windows") and "installed" in st
