@@ -354,3 +354,41 @@ def test_search_window_against_the_real_daemon(qapp: Any, tmp_path: Path) -> Non
     finally:
         t.close()
         real.stop()
+
+
+def test_add_a_folder_with_the_real_daemon(qapp: Any, tmp_path: Path) -> None:
+    """Adding a folder through the tray's picker makes a real daemon index it: search finds its file."""
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QDialogButtonBox, QLineEdit
+
+    from daemon.tray.app import TrayApp
+
+    from .daemon_fixture import DaemonProcess
+
+    docs, papers = tmp_path / "docs", tmp_path / "Papers"
+    docs.mkdir()
+    papers.mkdir()
+    (docs / "a.txt").write_text("nothing special\n")
+    (papers / "thesis.txt").write_text("a thesis on the migration of the arctic tern\n")
+    real = DaemonProcess(tmp_path / "home", [docs]).start()
+    t = TrayApp(real.socket, poll_ms=150)
+    try:
+        t.start()
+        wait_for(lambda: t.error is None, "the tray's first status from the real daemon")
+        w = t.folders_window
+        w.native_dialog = False
+        t.folders_action.trigger()
+        wait_for(lambda: w.table.rowCount() == 1, "the watched folder listed")
+        w.add_button.click()
+        dlg = w.dialog
+        assert dlg is not None and QTest.qWaitForWindowExposed(dlg, 3000)
+        name = dlg.findChild(QLineEdit, "fileNameEdit")
+        name.clear()
+        QTest.keyClicks(name, str(papers))
+        dlg.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Open).click()
+        wait_for(lambda: w.table.rowCount() == 2, "the new folder listed", timeout=20)
+        real.eventually("tern", [str(papers / "thesis.txt")], timeout=30)
+        print("screenshot:", screenshot("folders-window-real-daemon.png", w))
+    finally:
+        t.close()
+        real.stop()
