@@ -126,7 +126,7 @@ def main() -> None:
         fresh = type(t)(os.path.join(work, t.name + "-again"), str(corpus))
         cmd = ([*fresh.index_cmd()[:3], "daemon", "--once"] if t.name == "deskdex"
                else fresh.index_cmd())
-        r["interference"][t.name] = steps.interference(cmd, 10.0, 3600.0)
+        r["interference"][t.name] = steps.interference(cmd, 10.0, 3600.0, getattr(fresh, "env", None))
         print(f"  {t.name}: {r['interference'][t.name]}", flush=True)
     notes.append("interference: `deskdex daemon --once` (workers at idle priority, as the daemon runs) against "
                  "`recollindex` (its default niceness), each on a fresh index, beside a one-thread Python loop")

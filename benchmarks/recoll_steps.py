@@ -44,7 +44,7 @@ def search_times(tools: list[Any], corpus: str, reps: int) -> dict[str, Any]:
             for t in tools:
                 q = (dq if t.name == "deskdex" else rq).format(corpus=corpus)
                 t0 = time.perf_counter()
-                out = subprocess.run(t.search_cmd(q), capture_output=True, text=True)
+                out = subprocess.run(t.search_cmd(q), capture_output=True, text=True, env=getattr(t, "env", None))
                 dt = time.perf_counter() - t0
                 times[t.name].append(dt)
                 per_kind[t.name].setdefault(kind, []).append(dt)
@@ -73,9 +73,9 @@ def quality(tools: list[Any], corpus: str, queries: list[dict]) -> dict[str, Any
 def start_daemon(tool: Any, logdir: str) -> tuple[subprocess.Popen, str]:
     cmd, how = tool.daemon_cmd()
     log = open(os.path.join(logdir, f"{tool.name}-daemon.log"), "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))), env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__)))})
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**getattr(tool, "env", os.environ), "PYTHONPATH": root}
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=root, env=env)
     return proc, how
 
 
@@ -133,7 +133,8 @@ def _rate(samples: list[tuple[float, int]], start: float, end: float) -> float:
     return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
 
 
-def interference(cmd: list[str], baseline_seconds: float, max_seconds: float) -> dict[str, float]:
+def interference(cmd: list[str], baseline_seconds: float, max_seconds: float,
+                 env: dict[str, str] | None = None) -> dict[str, float]:
     """Iterations/s of a one-thread CPU loop alone, then while ``cmd`` (a full index) runs."""
     alone = subprocess.run([sys.executable, "-c", LOOP, str(baseline_seconds)], capture_output=True, text=True)
     base = [(float(a), int(b)) for a, b in (line.split() for line in alone.stdout.splitlines())]
@@ -141,7 +142,7 @@ def interference(cmd: list[str], baseline_seconds: float, max_seconds: float) ->
     loop = subprocess.Popen([sys.executable, "-c", LOOP, str(max_seconds)], stdout=subprocess.PIPE, text=True)
     time.sleep(0.5)
     t0 = time.monotonic()
-    idx = subprocess.run(cmd, capture_output=True, text=True)
+    idx = subprocess.run(cmd, capture_output=True, text=True, env=env)
     t1 = time.monotonic()
     loop.terminate()
     out, _ = loop.communicate()

@@ -90,6 +90,9 @@ class Recoll:
 
     def __init__(self, confdir: str, corpus: str) -> None:
         self.confdir, self.corpus = confdir, corpus
+        # Debian's filters start with `#!/usr/bin/env python3` and need the system Python (python3-lxml,
+        # python3-recoll): put /usr/bin first in case a virtualenv or pyenv Python comes first on PATH
+        self.env = {**os.environ, "PATH": "/usr/bin:/bin:" + os.environ.get("PATH", "")}
         os.makedirs(confdir, exist_ok=True)
         self.log = os.path.join(confdir, "recoll.log")
         Path(confdir, "recoll.conf").write_text(
@@ -103,7 +106,7 @@ class Recoll:
     def index(self) -> Run:
         if os.path.exists(self.log):
             os.truncate(self.log, 0)
-        run = measure(self.index_cmd())
+        run = measure(self.index_cmd(), env=self.env)
         if run.rc:
             raise RuntimeError(f"recollindex failed: {run.stderr[-2000:]}")
         return run
@@ -137,7 +140,7 @@ class Recoll:
         return ["recollq", "-c", self.confdir, "-n", f"0-{limit}", "-F", "url", query]
 
     def search(self, query: str, limit: int = 10) -> list[str]:
-        out = subprocess.run(self.search_cmd(query, limit), capture_output=True, text=True)
+        out = subprocess.run(self.search_cmd(query, limit), capture_output=True, text=True, env=self.env)
         paths = []
         for line in out.stdout.splitlines()[2:]:
             url = base64.b64decode(line.strip() or "").decode("utf-8", "replace")
@@ -147,7 +150,7 @@ class Recoll:
 
     def _listing(self) -> list[tuple[str, str, str]]:
         out = subprocess.run(["recollq", "-c", self.confdir, "-n", "0-10000000", "-F", "url mtype ipath",
-                              f"dir:{self.corpus}"], capture_output=True, text=True)
+                              f"dir:{self.corpus}"], capture_output=True, text=True, env=self.env)
         rows = []
         for line in out.stdout.splitlines()[2:]:
             parts = [base64.b64decode(p).decode("utf-8", "replace") for p in line.split(" ")] + ["", "", ""]
