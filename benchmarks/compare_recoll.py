@@ -62,7 +62,13 @@ def main() -> None:
     ap.add_argument("--search-reps", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="CI-sized: 3 freshness trials, 20 s idle, 1 search rep")
     ap.add_argument("--keep", action="store_true", help="keep the indexes (printed at the end)")
+    ap.add_argument("--from-json", metavar="FILE", help="only write the report again from a run's JSON")
     args = ap.parse_args()
+    if args.from_json:
+        r = json.loads(Path(args.from_json).read_text())
+        r["figures"] = {name: recoll_report.flat(r, name) for name in ("deskdex", "recoll")}
+        recoll_report.write(r, Path(args.out))
+        return
     if args.quick:
         args.fresh, args.idle, args.search_reps = 3, 20.0, 1
     corpus = Path(args.corpus).resolve()
@@ -133,8 +139,10 @@ def main() -> None:
     notes.append("Recoll leaves out the MIME types deskdex does not convert (" + " ".join(
         __import__("recoll_tools").RECOLL_EXCLUDED_MIMES.split()) + "); its queries use the query language "
                  "(words ANDed, as recollq -a), deskdex's its own; both stem English")
-    notes.append("CPU is user+sys of the whole process tree from wait4; peak RSS is each process's own peak "
-                 "(VmHWM, sampled every 0.2 s) summed, so short-lived filters can be missed")
+    notes.append("CPU is user+sys of the whole process tree from wait4. Peak memory is the largest sum of the "
+                 "current RSS of every process of the tree at one 0.2 s sample; the sum of every process's own "
+                 "peak (VmHWM) is also given, but it adds up processes that never lived at the same time "
+                 "(Recoll restarts its filter processes)")
     r["notes"] = notes
     r["figures"] = {t.name: recoll_report.flat(r, t.name) for t in tools}
     recoll_report.write(r, Path(args.out))

@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-# (key, label, unit, target ratio or None, lower is better)
+# (key, label, unit, target ratio or None); lower is better except for throughput kept and quality
 ROWS = [
     ("index_wall", "full index, wall time", "s", 1.0), ("index_cpu", "full index, CPU user+sys", "s", None),
-    ("index_peak_rss", "full index, peak RSS (sum over processes)", "MiB", None),
+    ("index_peak_rss", "full index, peak memory (largest RSS of the whole tree at one time)", "MiB", None),
+    ("index_rss_sum", "full index, sum of every process's own peak RSS", "MiB", None),
     ("size", "index (+ store) size on disk", "MiB", 1.0), ("files_ok", "files indexed (top level)", "", None),
     ("documents", "documents indexed, members included", "", None),
     ("failed", "files failed", "", None), ("second_wall", "second full run, nothing changed", "s", None),
@@ -26,7 +27,8 @@ ROWS = [
 def flat(r: dict[str, Any], name: str) -> dict[str, float | None]:
     t = r[name]
     return {"index_wall": t["index"]["wall"], "index_cpu": t["index"]["cpu"],
-            "index_peak_rss": t["index"]["peak_rss_sum"] / 2**20, "size": t["size_bytes"] / 2**20,
+            "index_peak_rss": t["index"]["peak_rss_live"] / 2**20,
+            "index_rss_sum": t["index"]["peak_rss_sum"] / 2**20, "size": t["size_bytes"] / 2**20,
             "documents": t["summary"]["documents"],
             "files_ok": sum(v.get("ok", 0) for v in t["per_format"].values()), "failed": t["summary"]["failed"],
             "second_wall": t["second"]["wall"], "second_cpu": t["second"]["cpu"],
@@ -107,7 +109,9 @@ def charts(r: dict[str, Any], outdir: Path) -> list[str]:
     labels = [next(lbl for k2, lbl, *_ in ROWS if k2 == k) for k in keys]
     fig, ax = plt.subplots(figsize=(9, 6))
     vals = [ratio[k] for k in keys]
-    ax.barh(labels, vals, color=["tab:green" if v <= 1 else "tab:red" for v in vals])
+    higher_better = {"interference_kept", "p_at_10", "mrr"}
+    ax.barh(labels, vals, color=["tab:green" if (v >= 1 if k in higher_better else v <= 1) else "tab:red"
+                                 for k, v in zip(keys, vals)])
     ax.axvline(1.0, color="black", lw=1)
     ax.set_xscale("log")
     ax.set_xlabel("deskdex / Recoll (log scale)")
@@ -117,7 +121,7 @@ def charts(r: dict[str, Any], outdir: Path) -> list[str]:
     plt.close(fig)
     d, c = r["figures"]["deskdex"], r["figures"]["recoll"]
     panels = [("index_wall", "full index wall (s)"), ("index_cpu", "full index CPU (s)"),
-              ("index_peak_rss", "peak RSS (MiB)"), ("size", "size on disk (MiB)"),
+              ("index_peak_rss", "peak memory of the tree (MiB)"), ("size", "size on disk (MiB)"),
               ("search_median", "search median (s)"), ("fresh_median", "freshness median (s)")]
     fig, axes = plt.subplots(2, 3, figsize=(10, 6))
     for ax, (k, title) in zip(axes.flat, panels):
