@@ -47,7 +47,7 @@ def detect(source: Source, registry: Registry) -> str:
         mime = registry.mime_for_extension(suffix) if suffix else None
         if mime:
             return mime
-    head = source.head(4096)
+    head = source.head(8192)  # the same window the text converter looks at
     sniffed = sniff(head)
     # "text/plain" is a weak guess: a hint from outside (HTTP, a mail part) knows better.
     if sniffed == "text/plain" and source.mime and source.mime in registry.by_mime:
@@ -106,11 +106,16 @@ def looks_like_text(head: bytes) -> bool:
     """True unless the bytes look binary: NULs outside a UTF-16 pattern, or many control bytes."""
     if not head:
         return True
-    if head.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf")):
+    if head.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf", b"\x00\x00\xfe\xff")):
         return True
     if b"\x00" in head:
-        # UTF-16 without a BOM has NULs in every other byte, not scattered.
+        # UTF-16 (and UTF-32) without a BOM have NULs at regular places, not scattered.
+        from .textcodec import _wide_unicode
+
+        if _wide_unicode(head):
+            return True
         even, odd = head[0::2].count(0), head[1::2].count(0)
         return max(even, odd) > 0.4 * len(head) / 2 and min(even, odd) < 0.05 * len(head) / 2
-    controls = sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 27))
+    # Tab, newlines, form feed, and ESC/SO/SI, which ISO-2022 encodings use to switch sets.
+    controls = sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 14, 15, 27))
     return controls < 0.05 * len(head)

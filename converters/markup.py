@@ -294,12 +294,14 @@ def xml_text(source: Source, mime: str) -> Document:
         text, encoding = decode(data, m.group(1).decode("ascii") if m else None)
         try:
             root = etree.fromstring(_DECLARATION.sub("", text, count=1), _xml_parser(recover=True))
-        except (etree.XMLSyntaxError, ValueError) as exc2:
-            raise CorruptFile(f"not well-formed XML: {exc}") from exc2
-        if root is None:
-            raise CorruptFile(f"not well-formed XML: {exc}") from exc
+        except (etree.XMLSyntaxError, ValueError):
+            root = None
+        # libxml2's recovery can drop everything after the damage: then the words between the
+        # tags are the better copy of the document.
+        if root is None or _words(" ".join(root.itertext())) < 0.8 * _words(_TAG.sub(" ", text)):
+            return _salvaged(source, mime, text, encoding, f"not well-formed XML: {exc}")
     if root is None:
-        raise CorruptFile("XML without a root element")
+        return _salvaged(source, mime, decode(data)[0], "", "XML without a root element")
     _refuse_entity_bombs(root)
     doc = Document(uri=source.uri, mime=mime, meta={"root": _local(root.tag)})
     info = root.getroottree().docinfo
@@ -321,6 +323,24 @@ def xml_text(source: Source, mime: str) -> Document:
             stack.extend(reversed([c for c in el if isinstance(c.tag, str)]))
     if not doc.title:
         doc.title = source.name
+    return doc
+
+
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _salvaged(source: Source, mime: str, text: str, encoding: str, why: str) -> Document:
+    """Markup too broken for a parser (a fragment, a DTD, a truncated file): its words between
+    the tags, as a text search would still want them. The document says it was salvaged."""
+    doc = Document(uri=source.uri, mime=mime, title=source.name, meta={"salvaged": why})
+    if encoding:
+        doc.meta["encoding"] = encoding
+    for para in re.split(r"\n\s*\n", _TAG.sub(" ", text)):
+        doc.add("p", " ".join(para.split()))
     return doc
 
 

@@ -6,7 +6,6 @@ import codecs
 
 from charset_normalizer import from_bytes
 
-from .errors import CorruptFile
 
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32"),
@@ -27,6 +26,15 @@ def decode(data: bytes, declared: str | None = None) -> tuple[str, str]:
             return data.decode(declared), declared.lower()
         except (LookupError, UnicodeDecodeError):
             pass
+    if b"\x1b$" in data[:4096]:  # ISO-2022 escape sequences: 7-bit, so also valid UTF-8
+        for enc in ("iso2022_kr", "iso2022_jp_2"):
+            try:
+                return data.decode(enc), enc
+            except UnicodeDecodeError:
+                continue
+    wide = _wide_unicode(data[:4096])  # before UTF-8, which NUL bytes do not contradict
+    if wide:
+        return data.decode(wide, errors="replace"), wide
     try:
         return data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
@@ -35,9 +43,38 @@ def decode(data: bytes, declared: str | None = None) -> tuple[str, str]:
     matches = from_bytes(data[:262144])
     best = matches.best()
     if best is None:
-        raise CorruptFile("no text encoding fits these bytes (binary data?)")
+        for enc in _EAST_ASIAN:
+            try:
+                return data.decode(enc), enc
+            except UnicodeDecodeError:
+                continue
+        # Nothing fits exactly: keep what reads as UTF-8 (the ASCII words at least), so the
+        # file stays findable; the encoding says so.
+        return data.decode("utf-8", errors="replace"), "unknown"
     encoding = _western_default(matches, best) or best.encoding
     return data.decode(encoding, errors="replace"), encoding
+
+
+# Tried in order when the detector has no answer: multi-byte encodings it misses on short texts.
+_EAST_ASIAN = ("euc_kr", "cp949", "johab", "big5hkscs", "euc_jis_2004", "cp932", "shift_jis_2004", "gb18030")
+
+
+def _wide_unicode(head: bytes) -> str | None:
+    """UTF-32 or UTF-16 without a byte order mark, told by where the NUL bytes fall."""
+    n = len(head) - len(head) % 4
+    if n < 16:
+        return None
+    quads = [head[i:i + 4] for i in range(0, n, 4)]
+    if sum(q[1:] == b"\0\0\0" or (q[2:] == b"\0\0" and q[1] != 0) for q in quads) > 0.9 * len(quads):
+        return "utf-32-le"
+    if sum(q[:3] == b"\0\0\0" or (q[:2] == b"\0\0" and q[2] != 0) for q in quads) > 0.9 * len(quads):
+        return "utf-32-be"
+    pairs = n // 2
+    if sum(head[i + 1] == 0 for i in range(0, n, 2)) > 0.9 * pairs:
+        return "utf-16-le"
+    if sum(head[i] == 0 for i in range(0, n, 2)) > 0.9 * pairs:
+        return "utf-16-be"
+    return None
 
 
 def _western_default(matches: object, best: object) -> str | None:

@@ -23,7 +23,7 @@ def convert(source: Source, mime: str) -> Document:
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
         raise CorruptFile(f"not a readable DOCX: {type(exc).__name__}: {exc}") from exc
     except Exception as exc:  # lxml and python-docx raise many kinds on broken parts
-        raise CorruptFile(f"not a readable DOCX: {type(exc).__name__}: {exc}") from exc
+        return _salvaged(source, mime, data, f"{type(exc).__name__}: {exc}")
     doc = Document(uri=source.uri, mime=mime)
     props = d.core_properties
     for name in ("author", "subject", "keywords", "language", "category", "comments"):
@@ -77,3 +77,29 @@ def _paragraph(p: object, doc: Document) -> None:
         doc.blocks.append(Block("li", runs, level=1))
     else:
         doc.blocks.append(Block("p", runs))
+
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+
+
+def _salvaged(source: Source, mime: str, data: bytes, why: str) -> Document:
+    """A DOCX whose XML python-docx rejects: the paragraphs' text read by a recovering parser
+    from word/document.xml (never resolving entities), the document marked as salvaged."""
+    from lxml import etree
+
+    from .zipcheck import open_zip, read_member
+
+    xml = read_member(open_zip(data, "DOCX"), "word/document.xml", "DOCX")
+    parser = etree.XMLParser(recover=True, resolve_entities=False, no_network=True, load_dtd=False)
+    try:
+        root = etree.fromstring(xml, parser)
+    except etree.XMLSyntaxError as exc:
+        raise CorruptFile(f"not a readable DOCX: {why}") from exc
+    if root is None:
+        raise CorruptFile(f"not a readable DOCX: {why}")
+    doc = Document(uri=source.uri, mime=mime, title=source.name, meta={"salvaged": why[:200]})
+    for p in root.iter(_W + "p"):
+        doc.add("p", "".join(t.text or "" for t in p.iter(_W + "t")).strip())
+    if not doc.blocks:
+        raise CorruptFile(f"not a readable DOCX: {why}")
+    return doc

@@ -121,3 +121,35 @@ def test_sniffing_without_a_suffix(tmp_path: Path):
     p = tmp_path / "NOTES"
     p.write_text("<html><head><title>Sniffed</title></head><body>x</body></html>")
     assert one(p).document.title == "Sniffed"
+
+
+def test_wide_and_escape_encodings_without_a_bom(tmp_path: Path):
+    for enc, text in (("utf-32-be", "Candide, ou l'optimisme, traduit de l'allemand."),
+                      ("utf-16-le", "Candide, ou l'optimisme, traduit de l'allemand."),
+                      ("iso2022_kr", "파이썬은 배우기 쉽고, 강력한 프로그래밍 언어입니다."),
+                      ("cp949", "파이썬은 배우기 쉽고, 강력한 프로그래밍 언어입니다.")):
+        p = tmp_path / f"{enc}.txt"
+        p.write_bytes(text.encode(enc))
+        o = one(p)
+        assert o.ok, (enc, o.message)
+        assert text in o.document.text(), enc
+
+
+def test_broken_markup_is_salvaged_not_lost(tmp_path: Path):
+    frag = tmp_path / "fragment.xml"
+    frag.write_text("<!-- a DocBook fragment -->\n<para>The &product; manual</para><<<para>more words about spreadsheets")
+    o = one(frag)
+    assert o.ok and "spreadsheets" in o.document.text() and "salvaged" in o.document.meta
+    import zipfile
+
+    good = make_docx(tmp_path / "good.docx", "T", "A", "H", ["the salvaged paragraph survives"])
+    broken = tmp_path / "broken-xml.docx"
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(broken, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            if item.filename == "word/document.xml":
+                data = data.replace(b"<w:body>", b"<w:body><w:p bad attr>", 1)
+            dst.writestr(item, data)
+    o = one(broken)
+    assert o.ok and "the salvaged paragraph survives" in o.document.text(), o.message
+    assert "salvaged" in o.document.meta
