@@ -102,6 +102,12 @@ class Catalog:
     def close(self) -> None:
         if self._in_tx:
             self.rollback()
+        if self.writable:
+            # Fold the write-ahead log into the database, so the disk holds one compact file.
+            try:
+                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.OperationalError:
+                pass  # a reader holds it: the next writer checkpoints
         self.db.close()
 
     # -- transactions ------------------------------------------------------------------------
