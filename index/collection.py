@@ -279,10 +279,16 @@ class Collection:
 
     # -- sizes -------------------------------------------------------------------------------
     def sizes(self) -> dict[str, int]:
+        def size(p: str) -> int:
+            try:
+                return os.path.getsize(p)
+            except OSError:  # tantivy removed a temporary file between the listing and now
+                return 0
+
         def du(p: str) -> int:
             if os.path.isfile(p):
-                return os.path.getsize(p)
-            return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(p) for f in fs)
+                return size(p)
+            return sum(size(os.path.join(d, f)) for d, _, fs in os.walk(p) for f in fs)
 
         store = sum(du(os.path.join(self.data_dir, CATALOG + s)) for s in ("", "-wal", "-shm")
                     if os.path.exists(os.path.join(self.data_dir, CATALOG + s)))
