@@ -60,8 +60,12 @@ class Deskdex:
     def search_cmd(self, query: str, limit: int = 10) -> list[str]:
         return [DESKDEX, "--home", self.home, "search", query, "--limit", str(limit), "--paths"]
 
-    def search(self, query: str, limit: int = 10) -> list[str]:
-        out = subprocess.run(self.search_cmd(query, limit), capture_output=True, text=True)
+    def search(self, query: str, limit: int = 10, every: bool = False) -> list[str]:
+        """Result paths; ``every`` shows near-duplicates too (as Recoll does), which judging
+        quality against a list of relevant paths needs: a collapsed list would show one copy of a
+        relevant manual where the judgements name each format of it."""
+        out = subprocess.run(self.search_cmd(query, limit) + (["--all"] if every else []), capture_output=True,
+                             text=True)
         return [line for line in out.stdout.splitlines() if line]
 
     def per_format(self, manifest: dict[str, str]) -> dict[str, Counter]:
