@@ -89,12 +89,17 @@ def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[s
             return
 
 
+# Files queued per worker: the next one waits in the pipe while this one converts, so a worker
+# never idles while the writer stores the last result.
+DEPTH = 2
+
+
 @dataclass
 class _Worker:
     process: mp.process.BaseProcess
     conn: Connection
-    task: Source | None = None
-    deadline: float = 0.0
+    tasks: deque[Source] = field(default_factory=deque)  # sent, oldest (converting) first
+    deadline: float = 0.0  # for the head task
     started: float = field(default_factory=time.monotonic)
 
 
@@ -141,6 +146,16 @@ class WorkerPool:
             w.process.join(2)
             self._retire(w)
 
+    def _free_worker(self) -> _Worker | None:
+        """A worker with room for one more task: an idle one, a new one, or the least loaded."""
+        idle = [w for w in self._workers if not w.tasks]
+        if idle:
+            return idle[0]
+        if len(self._workers) < self.size:
+            return self._spawn()
+        room = [w for w in self._workers if len(w.tasks) < DEPTH]
+        return min(room, key=lambda w: len(w.tasks)) if room else None
+
     def map(self, sources: Iterable[Source], stop: threading.Event | None = None
             ) -> Iterator[tuple[Source, list[Outcome]]]:
         """Convert every source; yields (source, outcomes) in completion order. When ``stop`` is set
@@ -148,25 +163,31 @@ class WorkerPool:
         todo = iter(sources)
         backlog: deque[Source] = deque()
         exhausted = False
+        limit = self.limits.time_seconds
         while True:
-            while not exhausted and len(backlog) < self.size:
-                nxt = next(todo, None)
-                if nxt is None:
-                    exhausted = True
-                else:
-                    backlog.append(nxt)
-            busy = [w for w in self._workers if w.task is not None]
-            while backlog and len(busy) < self.size:
-                w = next((w for w in self._workers if w.task is None), None) or self._spawn()
-                w.task = backlog.popleft()
-                w.deadline = time.monotonic() + self.limits.time_seconds
+            while True:  # give every worker up to DEPTH tasks
+                if not backlog and not exhausted:
+                    nxt = next(todo, None)
+                    if nxt is None:
+                        exhausted = True
+                    else:
+                        backlog.append(nxt)
+                if not backlog:
+                    break
+                w = self._free_worker()
+                if w is None:
+                    break
+                task = backlog.popleft()
                 try:
-                    w.conn.send(w.task)
+                    w.conn.send(task)
                 except OSError:
-                    backlog.appendleft(w.task)
-                    self._retire(w)
+                    backlog.appendleft(task)
+                    self._requeue(w, backlog)
                     continue
-                busy.append(w)
+                if not w.tasks:
+                    w.deadline = time.monotonic() + limit
+                w.tasks.append(task)
+            busy = [w for w in self._workers if w.tasks]
             if not busy:
                 if exhausted and not backlog:
                     return
@@ -180,27 +201,33 @@ class WorkerPool:
                 timeout = min(timeout, 0.25)  # only while converting: look at ``stop`` now and then
             ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout)
             for w in busy:
-                assert w.task is not None
-                task = w.task
+                head = w.tasks[0]
                 if w.conn in ready:
                     try:
                         outcomes, exiting = w.conn.recv()
                     except (EOFError, OSError):
-                        outcomes, exiting = [Outcome(task.uri, reason="crash", message=_death(w))], True
+                        outcomes, exiting = [Outcome(head.uri, reason="crash", message=_death(w))], True
+                    w.tasks.popleft()
+                    w.deadline = time.monotonic() + limit  # the next queued file starts now
                     if exiting:
-                        self._retire(w)
-                    w.task = None
-                    yield task, outcomes
+                        self._requeue(w, backlog)
+                    yield head, outcomes
                 elif w.process.sentinel in ready:
                     message = _death(w)
-                    self._retire(w)
-                    w.task = None
-                    yield task, [Outcome(task.uri, reason="crash", message=message)]
+                    w.tasks.popleft()
+                    self._requeue(w, backlog)
+                    yield head, [Outcome(head.uri, reason="crash", message=message)]
                 elif time.monotonic() >= w.deadline:
-                    self._retire(w)
-                    w.task = None
-                    yield task, [Outcome(task.uri, reason="timeout",
-                                         message=f"conversion took over {self.limits.time_seconds:g} s")]
+                    w.tasks.popleft()
+                    self._requeue(w, backlog)
+                    yield head, [Outcome(head.uri, reason="timeout", message=f"conversion took over {limit:g} s")]
+
+    def _requeue(self, w: _Worker, backlog: deque[Source]) -> None:
+        """Retire a worker; the files queued behind the one it failed on go to the others."""
+        for task in reversed(w.tasks):
+            backlog.appendleft(task)
+        w.tasks.clear()
+        self._retire(w)
 
 
 def _death(w: _Worker) -> str:
