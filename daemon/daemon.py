@@ -37,7 +37,7 @@ from .scan import Excluder, FileInfo
 
 logger = logging.getLogger(__name__)
 
-IDLE_RELEASE_SECONDS = 20.0  # worker processes end this long after the last work, freeing memory
+IDLE_RELEASE_SECONDS = 20.0  # default of the `release_after` setting
 PUBLIC_OPS = ("status", "search")  # what a user other than root may ask an enterprise-mode daemon
 
 
@@ -226,16 +226,33 @@ class Daemon:
             self.note("on battery: indexing waits for mains power (setting index_on_battery)")
         return self.on_battery
 
+    def _holding(self) -> bool:
+        """Something kept only for work to come: converter processes or an open tantivy index."""
+        return self.indexer._pool is not None or not self.coll.suspended or not self.reader.suspended
+
     def _wait_timeout(self) -> float | None:
         if self.on_battery:
             return 60.0  # look at the power supply again in a minute, only while work waits
-        if self.indexer._pool is not None:
-            return max(0.1, self._last_work + IDLE_RELEASE_SECONDS - time.monotonic())
-        return None  # nothing to do: sleep until something happens
+        if self._holding():
+            return max(0.1, self._last_work + float(self.cfg["release_after"]) - time.monotonic())
+        return None  # nothing to do, nothing held: sleep until something happens
 
     def _release_if_idle(self) -> None:
-        if self.indexer._pool is not None and time.monotonic() - self._last_work >= IDLE_RELEASE_SECONDS:
-            self.indexer.release()
+        """After ``release_after`` quiet seconds: converters end, tantivy is let go (its threads
+        and caches); all come back on the next change or search. Then nothing runs at all."""
+        if not self._holding() or time.monotonic() - self._last_work < float(self.cfg["release_after"]):
+            return
+        self.indexer.release()
+        with self._write_lock:
+            self.coll.suspend()
+        with self._read_lock:
+            self.reader.suspend()
+
+    def _touch(self) -> None:
+        """A request opened something: count it as work, so the release timer runs again."""
+        with self._cond:
+            self._last_work = time.monotonic()
+            self._cond.notify_all()
 
     def writing(self) -> threading.RLock:
         """Hold while using the writable collection from another thread than the main one."""
@@ -416,8 +433,10 @@ class Daemon:
         if self.system and (peer is None or peer.uid != 0):
             reader = peer.uid if peer is not None and peer.uid is not None else EVERYONE
         with self._read_lock:
-            return search(self.reader, query, limit=int(limit), offset=int(offset), sort=sort,
-                          collapse=not all, reader=reader).to_json()
+            found = search(self.reader, query, limit=int(limit), offset=int(offset), sort=sort,
+                           collapse=not all, reader=reader).to_json()
+        self._touch()
+        return found
 
     def op_dups(self, path: str | None = None, **_: Any) -> dict[str, Any]:
         from .duplicates import clusters, near_duplicates

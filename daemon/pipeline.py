@@ -215,7 +215,7 @@ class Indexer:
                 continue
             row = Row(uri=o.uri, parent=parent, path=info.path, size=info.size if i == 0 else 0,
                       mtime=info.mtime, raw_sum=raw if i == 0 else None)
-            self.coll.put(self._stamped(row, uri), o.document)
+            self.coll.put(self._stamped(row, uri), o.document, o.extra.get("features"))
             if i == 0:
                 summary.indexed += 1
                 self.converted += 1

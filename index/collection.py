@@ -52,7 +52,8 @@ class Collection:
                              "daemon once to rebuild it (nothing is converted again)")
         if stale:
             shutil.rmtree(tantivy_dir, ignore_errors=True)
-        self.index = fulltext.open_index(tantivy_dir, create=writable)
+        self._tantivy_dir = tantivy_dir
+        self._tantivy: tantivy.Index | None = fulltext.open_index(tantivy_dir, create=writable)
         if writable:
             self._writer = fulltext.open_writer(self.index)
             if stale:
@@ -85,6 +86,32 @@ class Collection:
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._lock_fd = fd
+
+    @property
+    def index(self) -> tantivy.Index:
+        if self._tantivy is None:
+            self._tantivy = fulltext.open_index(self._tantivy_dir, create=False)
+        return self._tantivy
+
+    @property
+    def writer(self) -> tantivy.IndexWriter:
+        assert self.writable, "collection opened read-only"
+        if self._writer is None:
+            self._writer = fulltext.open_writer(self.index)
+        return self._writer
+
+    def suspend(self) -> None:
+        """Commit and let go of tantivy's objects, opened again on the next use. An open tantivy
+        index keeps threads (one polls meta.json twice a second) and caches: an idle daemon needs
+        neither. The catalog and the writer lock stay, so no other writer slips in."""
+        if self._writer is not None:
+            self.commit()
+            self._writer = None
+        self._tantivy = None
+
+    @property
+    def suspended(self) -> bool:
+        return self._tantivy is None
 
     def close(self) -> None:
         if self._writer is not None:
@@ -124,7 +151,7 @@ class Collection:
     def put(self, row: Row, doc: Document | None, feats: Features | None = None) -> None:
         """Store a converted document (or, with ``doc`` None, a name-only or failed entry).
         ``feats``: its duplicate-detection features when computed already (in a worker)."""
-        assert self._writer is not None, "collection opened read-only"
+        assert self.writable, "collection opened read-only"
         if doc is not None:
             # The stored text leaves the URI out, so identical files share one stored text.
             uri, doc.uri = doc.uri, ""
@@ -178,7 +205,7 @@ class Collection:
         return len(moved)
 
     def delete(self, uri: str) -> int:
-        assert self._writer is not None
+        assert self.writable
         ids = [i for u in [uri] + self.catalog.descendants(uri) if (i := self.catalog.doc_id(u)) is not None]
         before = {c for i in ids if (c := self.dups.cluster_of(i)) is not None}
         changed: set[int] = set()
@@ -186,7 +213,7 @@ class Collection:
             changed |= self.dups.remove(i).docs
         gone = self.catalog.delete(uri)
         for u in gone:
-            self._writer.delete_documents_by_term("uri", u)
+            self.writer.delete_documents_by_term("uri", u)
         self._dirty += len(gone)
         self._recluster(changed - set(ids), before)
         return len(gone)
@@ -222,9 +249,9 @@ class Collection:
         return [r for r in self.catalog.rows("cluster=?", (row.cluster,)) if r.uri != row.uri]
 
     def _index(self, row: Row, doc: Document | None) -> None:
-        assert self._writer is not None
-        self._writer.delete_documents_by_term("uri", row.uri)
-        self._writer.add_document(fulltext.to_fields(row, doc))
+        assert self.writable
+        self.writer.delete_documents_by_term("uri", row.uri)
+        self.writer.add_document(fulltext.to_fields(row, doc))
         self._dirty += 1
 
     @property
@@ -233,11 +260,14 @@ class Collection:
 
     def commit(self) -> None:
         """Make everything written so far durable and searchable, catalog first."""
-        assert self._writer is not None
+        assert self.writable
         pending = self.catalog.pending()
+        if self._writer is None and not pending:
+            self.catalog.commit()  # nothing for tantivy: do not wake it up
+            return
         self.catalog.set_meta("last_commit", str(time.time()))
         self.catalog.commit()
-        self._writer.commit()
+        self.writer.commit()
         self.catalog.clear_pending(pending)
         self.catalog.commit()
         self._dirty = 0
@@ -253,25 +283,25 @@ class Collection:
         if not pending:
             return
         logger.info("repairing %d index entries left by an interrupted run", len(pending))
-        assert self._writer is not None
+        assert self.writable
         for uri in pending:
-            self._writer.delete_documents_by_term("uri", uri)
+            self.writer.delete_documents_by_term("uri", uri)
             row = self.catalog.get(uri)
             if row is not None:
-                self._writer.add_document(fulltext.to_fields(row, self.document(row) if row.status == "ok" else None))
-        self._writer.commit()
+                self.writer.add_document(fulltext.to_fields(row, self.document(row) if row.status == "ok" else None))
+        self.writer.commit()
         self.catalog.clear_pending(pending)
         self.catalog.commit()
 
     def rebuild(self) -> int:
         """Re-create the tantivy index from the catalog and store, converting nothing."""
-        assert self._writer is not None
-        self._writer.delete_all_documents()
+        assert self.writable
+        self.writer.delete_all_documents()
         n = 0
         for row in self.catalog.rows():
-            self._writer.add_document(fulltext.to_fields(row, self.document(row) if row.status == "ok" else None))
+            self.writer.add_document(fulltext.to_fields(row, self.document(row) if row.status == "ok" else None))
             n += 1
-        self._writer.commit()
+        self.writer.commit()
         return n
 
     def files_under(self, folder: str) -> Iterator[tuple[str, str, int, float]]:

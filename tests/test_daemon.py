@@ -167,3 +167,43 @@ def test_unmounted_folder_is_kept_offline(tmp_path: Path, docs: Path):
         assert d.search("apples") == [str(docs / "notes.txt")]
     finally:
         d.stop()
+
+
+def _threads(pid: int) -> list[str]:
+    out = []
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            out.append(Path(f"/proc/{pid}/task/{t}/comm").read_text().strip())
+        except OSError:
+            pass
+    return out
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    kids.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    return kids
+
+
+def test_an_idle_daemon_lets_go_and_comes_back(tmp_path: Path, docs: Path):
+    d = DaemonProcess(tmp_path / "home", [docs], extra_config="release_after = 0.5\n").start()
+    try:
+        pid = d.call("status")["pid"]
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any("tantivy" in t for t in _threads(pid)):
+            time.sleep(0.2)
+        # Quiet: no tantivy thread (one of them polls twice a second) and no converter process.
+        assert not any("tantivy" in t for t in _threads(pid)), _threads(pid)
+        assert not [k for k in _children(pid) if "convert" in Path(f"/proc/{k}/cmdline").read_text()]
+        # And it all comes back for a change and a search.
+        (docs / "back.txt").write_text("the narwhal returns\n")
+        d.eventually("narwhal", [str(docs / "back.txt")])
+        assert d.search("apples") == [str(docs / "notes.txt")]
+    finally:
+        d.stop()
