@@ -83,8 +83,11 @@ class _Names:
         self.seen: set[str] = set()
 
     def __call__(self, raw: str, n: int) -> str:
-        name = safe_name(raw, n)
-        base, k = name, 1
+        return self.unique(safe_name(raw, n))
+
+    def unique(self, base: str) -> str:
+        """``base``, or ``base~2``, ``base~3``... when an earlier member took it."""
+        name, k = base, 1
         while name in self.seen:
             k += 1
             name = f"{base}~{k}"
@@ -232,12 +235,7 @@ def warc_members(source: Source, mime: str) -> Iterator[Document | Member]:
 
 def _unique_url(names: _Names, url: str) -> str:
     """A URL is its own key (no sanitising: ``..`` in a URL names nothing on disk)."""
-    name, k = url, 1
-    while name in names.seen:
-        k += 1
-        name = f"{url}~{k}"
-    names.seen.add(name)
-    return name
+    return names.unique(url)
 
 
 _TREC_DOC = re.compile(rb"<DOC>(.*?)</DOC>", re.S)
