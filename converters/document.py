@@ -56,6 +56,11 @@ class Document:
         if text and not text.isspace():
             self.blocks.append(Block.of(kind, text, **kw))
 
+    def settle_title(self, declared: str, fallback: str) -> None:
+        """The title from metadata when it says one, else the first heading, else ``fallback``
+        (the file name): what every converter of a structured format does."""
+        self.title = declared.strip() or next((b.text for b in self.headings()), "") or fallback
+
     def headings(self) -> Iterator[Block]:
         return (b for b in self.blocks if b.kind == "h")
 

@@ -60,7 +60,7 @@ def convert(source: Source, mime: str) -> Document:
         doc.blocks.extend(chapter.blocks)
     if len(chapters) > MAX_CHAPTERS:
         doc.meta["truncated"] = f"over {MAX_CHAPTERS} chapters"
-    doc.title = doc.meta.pop("title", "") or next((b.text for b in doc.headings()), "") or source.name
+    doc.settle_title(doc.meta.pop("title", ""), source.name)
     return doc
 
 

@@ -80,7 +80,7 @@ def convert(source: Source, mime: str) -> Document:
     if meta is not None:
         doc.meta.update(_metadata(meta))
     _Walker(doc).walk_body(body)
-    doc.title = doc.meta.pop("title", "") or next((b.text for b in doc.headings()), "") or source.name
+    doc.settle_title(doc.meta.pop("title", ""), source.name)
     return doc
 
 

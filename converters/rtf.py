@@ -64,7 +64,7 @@ def convert(source: Source, mime: str) -> Document:
     except (LookupError, IndexError, OverflowError) as exc:
         raise CorruptFile(f"unreadable RTF: {type(exc).__name__}: {exc}") from exc
     _fill(doc, text)
-    doc.title = doc.meta.pop("title", "") or next((b.text for b in doc.headings()), "") or source.name
+    doc.settle_title(doc.meta.pop("title", ""), source.name)
     return doc
 
 

@@ -46,7 +46,7 @@ def convert(source: Source, mime: str) -> Document:
             _slide(doc, slide, n)
     except (KeyError, ValueError, AttributeError) as exc:
         raise CorruptFile(f"broken slide in PowerPoint file: {type(exc).__name__}: {exc}") from exc
-    doc.title = doc.meta.pop("title", "") or next((b.text for b in doc.headings()), "") or source.name
+    doc.settle_title(doc.meta.pop("title", ""), source.name)
     return doc
 
 

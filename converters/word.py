@@ -35,7 +35,7 @@ def convert(source: Source, mime: str) -> Document:
         if value:
             doc.meta[name] = value.isoformat()
     _body(d, doc)
-    doc.title = (props.title or "").strip() or next((b.text for b in doc.headings()), "") or source.name
+    doc.settle_title(props.title or "", source.name)
     return doc
 
 
