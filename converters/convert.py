@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from types import GeneratorType
 from typing import Any
 
-from .detect import OCTET, detect
+from .detect import OCTET, detect, sniff
 from .document import Document
-from .errors import ConversionError, HostileInput, LimitExceeded, NotConfigured, SizeLimit, UnsupportedFormat
+from .errors import (ConversionError, CorruptFile, HostileInput, LimitExceeded, NotConfigured, SizeLimit,
+                     UnsupportedFormat)
 from .limits import Limits
 from .registry import Member, Registry, default_registry
 from .source import Source
@@ -70,7 +71,16 @@ def _convert(source: Source, registry: Registry, limits: Limits, out: list[Outco
         except (UnsupportedFormat, NotConfigured):
             out.append(Outcome(source.uri, name_only(source, mime or OCTET)))
             return
-        result = conv(source, mime)
+        try:
+            result = conv(source, mime)
+        except CorruptFile:
+            # The suffix named a format the bytes are not (a mail saved as .txt, an HTML error
+            # page saved as .pdf): when the content says what it is, convert it as that.
+            sniffed = sniff(source.head(8192))
+            if sniffed == mime or sniffed not in registry.by_mime:
+                raise
+            mime = sniffed
+            result = registry.converter(mime)(source, mime)
         if isinstance(result, Document):
             out.append(Outcome(source.uri, _cap(result, limits)))
             return

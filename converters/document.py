@@ -8,11 +8,22 @@ down-weight them. Serialised, a Document is tagged text (see ``converters.tagged
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 BLOCK_KINDS = ("h", "p", "li", "td", "pre", "quote")
 INLINE_STYLES = ("", "em", "strong", "code")
+
+# What XML 1.0 cannot carry (C0 controls but tab and newlines, lone surrogates, U+FFFE/U+FFFF):
+# no text a person reads, and a Document must serialise to tagged text and back unchanged.
+_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def clean(text: str) -> str:
+    """Drop the characters XML 1.0 cannot hold; line ends become "\\n" (an XML parser turns
+    "\\r\\n" and a lone "\\r" into "\\n", so only those survive a round trip)."""
+    return _INVALID_XML.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
 
 
 @dataclass(slots=True)
@@ -52,7 +63,8 @@ class Document:
     blocks: list[Block] = field(default_factory=list)
 
     def add(self, kind: str, text: str, **kw: object) -> None:
-        """Append a block of plain text, skipping blocks with nothing in them."""
+        """Append a block of plain text (cleaned of what XML cannot hold), skipping empty ones."""
+        text = clean(text)
         if text and not text.isspace():
             self.blocks.append(Block.of(kind, text, **kw))
 

@@ -28,8 +28,10 @@ from .textcodec import decode
 logger = logging.getLogger(__name__)
 
 _PARA = re.compile(r"\n\s*\n")
-# An mbox message starts at a "From " line at the start of the file or after a newline.
-_FROM_LINE = re.compile(rb"(?:\A|\n)From [^\n]*\n")
+# An mbox message starts at a "From " line (the file's first line or after a newline) that looks
+# like the separator mail programs write, "From sender Tue Feb  1 10:00:00 2022": an unescaped
+# "From here on..." in a body (mboxo writers leave those) has no time of day and splits nothing.
+_FROM_LINE = re.compile(rb"(?:\A|\n)From \S*[ \t][^\n]*\b\d{1,2}:\d\d[^\n]*\n")
 _HEADERS = ("from", "to", "cc", "date", "message-id", "in-reply-to")
 _UNSAFE = re.compile(r"[\x00-\x1f/\\#?]+")
 

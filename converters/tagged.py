@@ -15,21 +15,14 @@ controls, lone surrogates) are dropped on the way out, so any converter output s
 
 from __future__ import annotations
 
-import re
 from xml.sax.saxutils import escape, quoteattr
 
 from lxml import etree
 
-from .document import BLOCK_KINDS, Block, Document, Inline
+from .document import BLOCK_KINDS, Block, Document, Inline, clean
 from .errors import CorruptFile
 
-_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True, remove_blank_text=False)
-
-
-def clean(text: str) -> str:
-    """Drop the characters XML 1.0 cannot hold."""
-    return _INVALID_XML.sub("", text)
 
 
 def _text(s: str) -> str:

@@ -83,6 +83,38 @@ def test_mbox_messages_and_their_attachments(tmp_path: Path) -> None:
     assert attached is not None and "fishing fleet" in attached.text()
 
 
+def test_mboxo_body_line_starting_with_from_does_not_split(tmp_path: Path) -> None:
+    # mboxo writers leave "From " at a body line's start unquoted; git's t5100 has such boxes.
+    body = "Minutes.\n\nFrom the harbour master: no sailing today.\nFrom now on, report at noon.\n"
+    p = tmp_path / "minutes.mbox"
+    p.write_bytes(b"From ann@example.org Tue Feb  1 10:00:00 2022\n" + bytes(message("Minutes", body)) + b"\n")
+    out = by_uri(p)
+    base = Source.from_path(p).uri
+    assert out[base].document is not None and out[base].document.meta["messages"] == "1"
+    only = out[base + "#message-1.eml"].document
+    assert only is not None and "From now on, report at noon." in only.text()
+    assert all(o.ok for o in out.values())
+
+
+def test_content_decides_when_the_suffix_lies(tmp_path: Path) -> None:
+    # A mail with a binary part saved as .txt (as in hyperkitty's test data): the text converter
+    # refuses the bytes, the content says mbox, and it is converted as one, not recorded as failed.
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4
+    msg = message("Harbour photo", "The photo of the harbour is below.\n")
+    p = tmp_path / "saved-mail.txt"
+    p.write_bytes(b"From ann@example.org  Tue Feb  1 10:00:00 2022\n" + bytes(msg) + b"\n" + png)
+    out = by_uri(p)
+    base = Source.from_path(p).uri
+    assert out[base].ok and out[base].document.mime == "application/mbox"
+    first = out[base + "#message-1.eml"].document
+    assert first is not None and first.title == "Harbour photo"
+    # Bytes that are nothing we know stay a failure, with the text converter's reason.
+    q = tmp_path / "noise.txt"
+    q.write_bytes(bytes(range(256)) * 64)
+    bad = convert(Source.from_path(q))[0]
+    assert not bad.ok and bad.reason == "corrupt" and "binary data" in bad.message
+
+
 def _tar_bytes(files: dict[str, bytes], mode: str) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode=mode) as t:
