@@ -4,6 +4,7 @@ quick commands start fast."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -12,6 +13,7 @@ from typing import Any, Sequence
 
 from converters.errors import DeskdexError
 
+from .launch import color
 from .paths import ENV, Home
 
 EXIT_ERROR = 1
@@ -20,6 +22,15 @@ EXIT_BUSY = 3
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # `deskdex status | head`: the reader stopped reading, which is not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     daemon = args.command == "daemon"
@@ -45,12 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BUSY if isinstance(exc, IndexBusy) else EXIT_ERROR
 
 
-def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+def build_parser(kind: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:
+    common = kind(add_help=False)
     common.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS,
                         help=f"keep all state (config, data, socket) under DIR (also ${ENV})")
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log more")
-    p = argparse.ArgumentParser(prog="deskdex", parents=[common],
+    p = kind(prog="deskdex", parents=[common],
                                 description="Desktop search: index folders, then search them.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -225,13 +236,14 @@ def _positive(v: str) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from .render import Results, render_hits
+    from .render import Results, render_results
 
     home = _home(args)
     limit = max(args.limit, args.open or 0)
     query = " ".join(args.query)
+    snippets = not (args.paths or args.open)
     live = _daemon_call(home, "search", query=query, limit=limit, offset=args.offset, sort=args.sort,
-                        all=args.all)
+                        all=args.all, snippets=snippets)
     if live is not None:
         results = Results.from_json(live)
     else:
@@ -239,19 +251,49 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         with Collection.open(home.data_dir) as coll:
             results = search(coll, query, limit=limit, offset=args.offset, sort=args.sort,
-                             snippets=not (args.paths or args.open), collapse=not args.all)
-    if args.json:
-        _print_json(results.to_json())
-    elif args.paths:
-        sys.stdout.write("".join(h.path + "\n" for h in results.hits if h.source == "files"))
-    elif args.open:
+                             snippets=snippets, collapse=not args.all)
+    if args.open:
         if args.open > len(results.hits):
             print(f"deskdex: only {len(results.hits)} results", file=sys.stderr)
             return EXIT_ERROR
         return open_with_default_app(results.hits[args.open - 1].path)
-    else:
-        sys.stdout.write(render_hits(results, color=_color(), links=_color()))
+    sys.stdout.write(render_results(results, as_json=args.json, paths=args.paths, color=color()))
     return 0
+
+
+class NotForTheDaemon(DeskdexError):
+    """A command line the daemon does not run for a client (daemon/launch.py runs it itself)."""
+
+    code = "not_for_daemon"
+
+
+class _Refusing(argparse.ArgumentParser):
+    """The parser inside the daemon: what it cannot take it refuses, printing nothing (a help
+    text or a usage error belongs on the client's terminal, which daemon.cli reaches)."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        pass
+
+    def exit(self, status: int = 0, message: str | None = None) -> Any:
+        raise NotForTheDaemon(message or "the command line asks for output, not a search")
+
+    def error(self, message: str) -> Any:
+        raise NotForTheDaemon(message)
+
+
+@functools.lru_cache(maxsize=1)
+def _daemon_parser() -> argparse.ArgumentParser:
+    return build_parser(_Refusing)
+
+
+def parse_search(argv: list[str]) -> argparse.Namespace:
+    """A client's ``deskdex search ...`` command line as the daemon runs it (daemon/launch.py);
+    anything else, or ``--open`` (which starts a program where the client is), is refused with
+    NotForTheDaemon."""
+    args = _daemon_parser().parse_args(argv)
+    if args.command != "search" or args.open:
+        raise NotForTheDaemon(f"not a search the daemon answers: {args.command}")
+    return args
 
 
 def open_with_default_app(target: str) -> int:
@@ -263,10 +305,6 @@ def open_with_default_app(target: str) -> int:
         print(f"deskdex: no {opener[0]} to open {target}", file=sys.stderr)
         return EXIT_ERROR
     return subprocess.call([*opener, target])
-
-
-def _color() -> bool:
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
 def cmd_show(args: argparse.Namespace) -> int:

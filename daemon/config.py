@@ -11,7 +11,6 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
-import platformdirs
 
 from converters.errors import ConfigError
 from converters.limits import Limits
@@ -74,6 +73,8 @@ class Config:
 
 
 def default_folder() -> str:
+    import platformdirs
+
     docs = platformdirs.user_documents_dir()
     return docs if os.path.isdir(docs) and docs != os.path.expanduser("~") else os.path.expanduser("~")
 

@@ -379,8 +379,8 @@ class Daemon:
         return {op: adapt(fn) for op, fn in self.handlers().items()}
 
     def handlers(self) -> dict[str, Callable[..., dict[str, Any]]]:
-        return {"status": self.op_status, "search": self.op_search, "pause": self.op_pause,
-                "resume": self.op_resume, "watch_list": self.op_watch_list, "watch_add": self.op_watch_add,
+        return {"status": self.op_status, "search": self.op_search, "cli": self.op_cli,
+                "pause": self.op_pause, "resume": self.op_resume, "watch_list": self.op_watch_list, "watch_add": self.op_watch_add,
                 "watch_remove": self.op_watch_remove, "exclude_list": self.op_exclude_list,
                 "exclude_add": self.op_exclude_add, "exclude_remove": self.op_exclude_remove,
                 "dups": self.op_dups, "duplicates": self.op_duplicates}
@@ -427,14 +427,33 @@ class Daemon:
         return total
 
     def op_search(self, query: str = "", limit: int = 10, offset: int = 0, sort: str = "relevance",
-                  all: bool = False, peer: Any = None, **_: Any) -> dict[str, Any]:
+                  all: bool = False, snippets: bool = True, peer: Any = None, **_: Any) -> dict[str, Any]:
+        return self._search(query, int(limit), int(offset), sort, bool(all), bool(snippets), peer).to_json()
+
+    def op_cli(self, argv: list[str] | None = None, color: bool = False, peer: Any = None,
+               **_: Any) -> dict[str, Any]:
+        """``deskdex search ...`` run here for daemon/launch.py: its command line parsed and its
+        output rendered as daemon.cli would (the same parser, the same rendering)."""
+        from .cli import parse_search
+        from .render import render_results
+        from .server import RequestError
+
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+            raise RequestError("bad_args", "cli: argv must be a list of strings")
+        args = parse_search(argv)
+        found = self._search(" ".join(args.query), args.limit, args.offset, args.sort, args.all,
+                             not args.paths, peer)
+        return {"out": render_results(found, as_json=args.json, paths=args.paths, color=bool(color)), "exit": 0}
+
+    def _search(self, query: str, limit: int, offset: int, sort: str, every: bool, snippets: bool,
+                peer: Any) -> Any:
         # Who asks is the kernel's word (SO_PEERCRED), never an argument of the request.
         reader = None
         if self.system and (peer is None or peer.uid != 0):
             reader = peer.uid if peer is not None and peer.uid is not None else EVERYONE
         with self._read_lock:
-            found = search(self.reader, query, limit=int(limit), offset=int(offset), sort=sort,
-                           collapse=not all, reader=reader).to_json()
+            found = search(self.reader, query, limit=limit, offset=offset, sort=sort, collapse=not every,
+                           reader=reader, snippets=snippets)
         self._touch()
         return found
 

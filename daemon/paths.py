@@ -10,10 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-import platformdirs
-
-APP = "deskdex"
-ENV = "DESKDEX_HOME"
+from .launch import APP, ENV, SOCKET_NAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +25,8 @@ class Home:
         if home:
             home = os.path.abspath(os.path.expanduser(home))
             return cls(os.path.join(home, "config"), os.path.join(home, "data"), os.path.join(home, "run"))
+        import platformdirs  # 15 ms to import: only when no home is given
+
         if system:
             # platformdirs' site data/config dirs are the XDG search paths for shared read-only
             # files (/usr/local/share, /etc/xdg); a service's state belongs in /var/lib.
@@ -41,7 +40,7 @@ class Home:
 
     @property
     def socket(self) -> str:
-        return os.path.join(self.runtime_dir, "deskdex.sock")
+        return os.path.join(self.runtime_dir, SOCKET_NAME)
 
     def ensure(self, system: bool = False) -> "Home":
         for d in (self.config_dir, self.data_dir, self.runtime_dir):

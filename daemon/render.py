@@ -49,6 +49,18 @@ class Results:
 BOLD, DIM, CYAN, YELLOW, RESET = "\033[1m", "\033[2m", "\033[36m", "\033[33m", "\033[0m"
 
 
+def render_results(results: Any, *, as_json: bool = False, paths: bool = False, color: bool = False) -> str:
+    """What `deskdex search` prints, whether the client or the daemon renders it (daemon/launch.py):
+    JSON, one file path a line, or the listing (with colour and links on a terminal)."""
+    if as_json:
+        import json
+
+        return json.dumps(results.to_json(), ensure_ascii=False) + "\n"
+    if paths:
+        return "".join(h.path + "\n" for h in results.hits if h.source == "files")
+    return render_hits(results, color=color, links=color)
+
+
 def render_hits(results: Results, color: bool, links: bool = False) -> str:
     if not results.hits:
         return "no results\n"

@@ -44,15 +44,18 @@ def run_daemon(cfg: Config, once: bool = False, system: bool = False) -> int:
     from converters.isolation import lower_priority
 
     home = cfg.home
-    # The whole daemon yields to the user, not only its converters: the writer (tantivy, the
-    # duplicate tables) and the watcher run at idle CPU and I/O priority too, as the service
-    # units ask (packaging/). When nothing else runs, idle priority costs nothing.
-    lower_priority()
     with InstanceLock(os.path.join(home.data_dir, "daemon.lock")):
         if not system:
             private_dir(home.runtime_dir)
         daemon = Daemon(cfg, system=system)
+        # The socket's threads keep the priority they start with: a search is a person waiting,
+        # and at idle priority it would wait for every busy program on the machine to finish.
         server = None if once else Server(home.socket, daemon.request_handlers(), public=system).start()
+        # Everything else yields to the user, not only the converters: this thread and all it
+        # starts (the writer with tantivy and the duplicate tables, the watcher, the converter
+        # processes) run at idle CPU and I/O priority. On Linux these are per thread; where they
+        # are per process the server yields too. When nothing else runs, idle costs nothing.
+        lower_priority()
         previous = {sig: signal.signal(sig, lambda *_: daemon.stop()) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
             logger.info("deskdex daemon %d%s: %s into %s", os.getpid(), " (system)" if system else "",

@@ -207,3 +207,41 @@ def test_an_idle_daemon_lets_go_and_comes_back(tmp_path: Path, docs: Path):
         assert d.search("apples") == [str(docs / "notes.txt")]
     finally:
         d.stop()
+
+
+def _threads(pid: int) -> list[tuple[int, int, int]]:
+    """(tid, nice, scheduling policy) of each thread, from /proc (Linux)."""
+    out = []
+    for tid in sorted(int(t) for t in os.listdir(f"/proc/{pid}/task")):
+        try:
+            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended meanwhile
+        out.append((tid, int(fields[16]), int(fields[38])))  # fields 19 (nice) and 41 (policy)
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread priority is read from /proc (Linux)")
+def test_searches_are_answered_while_the_cpu_is_busy(daemon: DaemonProcess, docs: Path):
+    pid = daemon.proc.pid
+    threads = _threads(pid)
+    main = next(t for t in threads if t[0] == pid)
+    assert main[1] == 19 and main[2] == os.SCHED_IDLE, threads  # the indexing thread yields
+    assert any(t[2] == os.SCHED_OTHER for t in threads), threads  # the socket's thread does not
+    # Busy programs on every core at normal priority: an idle-priority thread gets almost
+    # nothing while they run, a normal one its fair share.
+    hog = "import time\nend = time.time() + 30\nwhile time.time() < end: pass\n"
+    hogs = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range((os.cpu_count() or 1) * 2)]
+    try:
+        time.sleep(1.0)
+        took = []
+        for _ in range(5):
+            t = time.monotonic()
+            found = daemon.call("search", query="apples")
+            took.append(time.monotonic() - t)
+            assert [Path(h["path"]).name for h in found["hits"]] == ["notes.txt"]
+        assert sorted(took)[2] < 0.5, f"search took {took} s while the CPU was busy"
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()

@@ -160,7 +160,8 @@ def _client_env(open_dir: Path) -> tuple[str, Path]:
     """An interpreter any user can run, and a readable copy of every package the CLI imports."""
     # Which packages: those a fresh interpreter has loaded after building the CLI's parser (which
     # imports the crawler's commands, and with them httpx, lxml, tantivy) and its client.
-    probe = ("import sys, daemon.cli, daemon.client, daemon.render; daemon.cli.build_parser(); "
+    # platformdirs is imported only where the home is looked up (daemon/paths.py), so name it.
+    probe = ("import sys, daemon.cli, daemon.client, daemon.render, platformdirs; daemon.cli.build_parser(); "
              "print('\\n'.join(f'{k}={getattr(m, \"__file__\", None) or \"\"}' for k, m in list(sys.modules.items()) "
              "if '.' not in k and k not in sys.stdlib_module_names))")
     listed = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True).stdout
