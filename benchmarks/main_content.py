@@ -1,6 +1,6 @@
 """How well deskdex finds the main text of real web pages, beside trafilatura.
 
-    .venv/bin/python benchmarks/main_content.py [--sets news,sphinx] [--limit N] [--per-page]
+    .venv/bin/python benchmarks/main_content.py [--sets news,sphinx,sphinx-themes] [--limit N] [--per-page]
 
 For each labelled page (see benchmarks/labelled_pages.py) it extracts the main text with the
 notes' token method, the DOM method (deskdex's default), all text (no marking, a floor) and
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -60,8 +61,8 @@ def _trafilatura() -> Callable[[str], str] | None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sets", default="news,sphinx")
-    ap.add_argument("--limit", type=int, default=None, help="at most this many sphinx pages")
+    ap.add_argument("--sets", default="news,sphinx,sphinx-themes")
+    ap.add_argument("--limit", type=int, default=None, help="at most this many pages of each sphinx set")
     ap.add_argument("--per-page", action="store_true")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -71,13 +72,18 @@ def main(argv: list[str] | None = None) -> int:
     traf = _trafilatura()
     if traf:
         methods["trafilatura"] = traf
-    loaders = {"news": labelled_pages.news_pages, "sphinx": lambda: labelled_pages.sphinx_pages(limit=args.limit)}
+    loaders = {"news": labelled_pages.news_pages, "sphinx": lambda: labelled_pages.sphinx_pages(limit=args.limit),
+               "sphinx-themes": lambda: labelled_pages.sphinx_theme_pages(limit=args.limit)}
     for name in args.sets.split(","):
-        pages = list(loaders[name]())
-        if not pages:
-            print(f"{name}: no pages found")
+        try:
+            pages = list(loaders[name]())
+        except (OSError, subprocess.CalledProcessError) as exc:
+            print(f"\n{name}: MISSING, cannot load its pages ({exc})")
             continue
-        print(f"\n{name}: {len(pages)} pages")
+        if not pages:
+            print(f"\n{name}: MISSING, no pages found")
+            continue
+        print(f"\n{name}: {len(pages)} pages; labels: {labelled_pages.LABELS[name]}")
         print(f"{'method':16} {'P':>6} {'R':>6} {'F1':>6} {'4-gram':>7} {'s/page':>7}")
         for label, fn in methods.items():
             sums = [0.0] * 4
