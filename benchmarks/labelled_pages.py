@@ -8,7 +8,9 @@ with the extractor and checked by its maintainers), not independent human labels
 
 ``sphinx``: Sphinx-built manuals from the corpus (python3.11-doc and debian-policy from Debian):
 each HTML page's main text is its reStructuredText source, shipped beside it in ``_sources/``,
-with the reST markup stripped. The pages carry Sphinx's navigation bars, sidebar and footer.
+with the reST markup stripped (and a toctree's file names, which the page shows as a navigation list
+of the linked pages' titles). Pages whose text partly comes from elsewhere (``include``,
+``literalinclude``, ``auto*`` directives) are left out, their source being no label. The pages carry Sphinx's navigation bars, sidebar and footer.
 
 ``sphinx-themes``: the same kind of label on Sphinx manuals of other themes, from Debian's binary
 doc packages (``apt-get download``, unpacked with ``dpkg -x``): Flask (pallets theme), Requests
@@ -83,11 +85,17 @@ _RST_DIRECTIVE = re.compile(r"^\s*\.\. [\w:-]+::.*$|^\s*:[\w -]+:.*$|^\s*\.\. _[
 _RST_RULE = re.compile(r"^\s*([=\-~^\"'`#*+.])\1{2,}\s*$", re.M)
 _RST_ROLE = re.compile(r":[\w:+-]+:`~?!?([^`<]*?)(?:\s*<[^>]*>)?`")
 _RST_LINK = re.compile(r"`([^`<]*?)\s*<[^>]*>`_+")
+# A toctree's body is file names; the page shows the linked pages' titles there, a navigation list.
+_RST_TOCTREE = re.compile(r"^([ \t]*)\.\. toctree::.*\n(?:\1[ \t]+.*\n|[ \t]*\n)*", re.M)
+# Directives that put text on the page that is not in the source (another file, docstrings): the
+# source is no label for such a page, which is left out.
+_RST_GENERATED = re.compile(r"^\s*\.\. (include|literalinclude|auto\w+|program-output|command-output)::", re.M)
 
 
 def rst_text(rst: str) -> str:
     """Readable text of a reST source: directive and field lines, rules and role markers dropped."""
-    text = _RST_DIRECTIVE.sub("", rst)
+    text = _RST_TOCTREE.sub("", rst)
+    text = _RST_DIRECTIVE.sub("", text)
     text = _RST_RULE.sub("", text)
     text = _RST_ROLE.sub(r"\1", text)
     text = _RST_LINK.sub(r"\1", text)
@@ -133,7 +141,10 @@ def _sphinx(bases: list[Path], limit: int | None) -> Iterator[Page]:
                                     base / "_sources" / page.with_suffix(".txt")) if s.exists()), None)
             if src is None:
                 continue
-            yield Page(f"sphinx/{_manual(base)}/{page}", _read(html), rst_text(_read(src)))
+            rst = _read(src)
+            if _RST_GENERATED.search(rst):
+                continue
+            yield Page(f"sphinx/{_manual(base)}/{page}", _read(html), rst_text(rst))
             n += 1
             if limit and n >= limit:
                 return

@@ -54,14 +54,18 @@ class PageTokens:
     values: list[int] = field(default_factory=list)
     owners: list[int] = field(default_factory=list)
     hints: dict[int, int] = field(default_factory=dict)
+    named: set[int] = field(default_factory=set)
+    links: list[bool] = field(default_factory=list)
 
     def tags(self, n: int = 1) -> None:
         self.values.extend([-1] * n)
         self.owners.extend([-1] * n)
+        self.links.extend([False] * n)
 
-    def words(self, n: int, block: int) -> None:
+    def words(self, n: int, block: int, link: bool = False) -> None:
         self.values.extend([1] * n)
         self.owners.extend([block] * n)
+        self.links.extend([link] * n)
 
 
 def max_subarray(values: Sequence[int]) -> tuple[int, int, int]:
