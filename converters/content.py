@@ -146,11 +146,14 @@ def block_score(block: Block, hint: int) -> float:
     if block.kind == "h":
         return 0.5  # a heading goes with the text around it, never decides alone
     text = block.text
-    # Sentences make text: a fragment with no sentence punctuation is a menu item or a label...
-    sentence = any(c in text for c in ".!?。！？:;") and words >= 5
-    # ...except code, which has no sentences, and, inside a container named as content, a short
-    # item with no link (a name in a list, a table cell): navigation is made of links.
-    fragment = not sentence and block.kind != "pre" and not (hint > 0 and density == 0)
+    # Sentences make text: a fragment with no sentence punctuation is a menu item or a label, but
+    # code has no sentences either.
+    fragment = block.kind != "pre" and (words < 5 or not any(c in text for c in ".!?。！？:;"))
+    if fragment and hint > 0 and density == 0:
+        # Inside a container named as content, an item with no link (a name in a list, a table
+        # cell) is not navigation, which is made of links: it costs at most a sentence's 2 and
+        # counts at most 1, so a list of them neither breaks the text nor carries a run alone.
+        return min(plain - 2, 1.0)
     score = plain - (8 if fragment else 2) - 4 * density * words
     if hint > 0:  # a content name makes text count more and a fragment cost less
         return score * 1.5 if score > 0 else score / 1.5
