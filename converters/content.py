@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Collection, Sequence
 
 from .document import Block, Document
 
@@ -166,7 +166,7 @@ def _flanked(scores: list[float], n: int, reach: int = 2) -> bool:
     return before and any(s > 1 for s in scores[n + 1:n + 1 + reach])
 
 
-def _main_by_dom(blocks: list[Block], hints: dict[int, int], named: set[int] = frozenset()) -> set[int]:
+def _main_by_dom(blocks: list[Block], hints: dict[int, int], named: Collection[int] = ()) -> set[int]:
     main = _dom_run(blocks, hints)
     if main is None and named:
         # Readability's second pass: when class/id names leave no run of text, they were wrong (a
