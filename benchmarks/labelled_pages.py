@@ -8,7 +8,16 @@ with the extractor and checked by its maintainers), not independent human labels
 
 ``sphinx``: Sphinx-built manuals from the corpus (python3.11-doc and debian-policy from Debian):
 each HTML page's main text is its reStructuredText source, shipped beside it in ``_sources/``,
-with the reST markup stripped. The pages carry Sphinx's navigation bars, sidebar and footer.
+with the reST markup stripped (and a toctree's file names, which the page shows as a navigation list
+of the linked pages' titles). Pages whose text partly comes from elsewhere (``include``,
+``literalinclude``, ``auto*`` directives) are left out, their source being no label. The pages carry Sphinx's navigation bars, sidebar and footer.
+
+``sphinx-themes``: the same kind of label on Sphinx manuals of other themes, from Debian's binary
+doc packages (``apt-get download``, unpacked with ``dpkg -x``): Flask (pallets theme), Requests
+(alabaster), Sphinx's own manual (sphinx13) and pytest (its own theme), each with different
+sidebars, navigation and footers. The labels are the authors' own sources, so independent of any
+extractor, but they are reST with markup stripped by a regex (directive arguments, option lists
+and tables keep some noise) and auto-generated parts (API signatures from autodoc) are not in them.
 """
 
 from __future__ import annotations
@@ -29,7 +38,17 @@ NEWSPAPER = "newspaper4k==0.9.6"
 CACHE = Path(os.environ.get("DESKDEX_BENCH_CACHE", Path.home() / ".cache" / "deskdex-bench"))
 CORPUS = Path(os.environ.get("DESKDEX_CORPUS", "/tmp/corpora/mixed"))
 SPHINX_ROOTS = ("deb/python3.11-doc/html", "deb/debian-policy/policy.html")
+DEB_DOCS = ("python-flask-doc", "python-requests-doc", "sphinx-doc", "python-pytest-doc")
 SPHINX_SKIP = {"genindex", "search", "py-modindex", "contents", "index"}
+
+
+# What each set's labels are, printed with its figures (they are not all independent human labels).
+LABELS = {
+    "news": "newspaper4k's test-suite expected texts (another extractor's output, checked by its maintainers)",
+    "sphinx": "the pages' own reST sources (_sources/), markup stripped: authors' text, not an extractor's",
+    "sphinx-themes": "the same, on four other Sphinx themes from Debian doc packages (flask, requests, "
+                     "sphinx, pytest)",
+}
 
 
 @dataclass(frozen=True)
@@ -66,11 +85,17 @@ _RST_DIRECTIVE = re.compile(r"^\s*\.\. [\w:-]+::.*$|^\s*:[\w -]+:.*$|^\s*\.\. _[
 _RST_RULE = re.compile(r"^\s*([=\-~^\"'`#*+.])\1{2,}\s*$", re.M)
 _RST_ROLE = re.compile(r":[\w:+-]+:`~?!?([^`<]*?)(?:\s*<[^>]*>)?`")
 _RST_LINK = re.compile(r"`([^`<]*?)\s*<[^>]*>`_+")
+# A toctree's body is file names; the page shows the linked pages' titles there, a navigation list.
+_RST_TOCTREE = re.compile(r"^([ \t]*)\.\. toctree::.*\n(?:\1[ \t]+.*\n|[ \t]*\n)*", re.M)
+# Directives that put text on the page that is not in the source (another file, docstrings): the
+# source is no label for such a page, which is left out.
+_RST_GENERATED = re.compile(r"^\s*\.\. (include|literalinclude|auto\w+|program-output|command-output)::", re.M)
 
 
 def rst_text(rst: str) -> str:
     """Readable text of a reST source: directive and field lines, rules and role markers dropped."""
-    text = _RST_DIRECTIVE.sub("", rst)
+    text = _RST_TOCTREE.sub("", rst)
+    text = _RST_DIRECTIVE.sub("", text)
     text = _RST_RULE.sub("", text)
     text = _RST_ROLE.sub(r"\1", text)
     text = _RST_LINK.sub(r"\1", text)
@@ -78,9 +103,36 @@ def rst_text(rst: str) -> str:
 
 
 def sphinx_pages(corpus: Path = CORPUS, limit: int | None = None) -> Iterator[Page]:
+    yield from _sphinx([corpus / rel for rel in SPHINX_ROOTS], limit)
+
+
+def sphinx_theme_pages(cache: Path = CACHE, limit: int | None = None) -> Iterator[Page]:
+    root = cache / "debdoc"
+    for package in DEB_DOCS:
+        if not (root / "usr/share/doc" / package / "html").exists():
+            _deb_extract(package, root)
+    yield from _sphinx([root / "usr/share/doc" / p / "html" for p in DEB_DOCS], limit)
+
+
+def _deb_extract(package: str, root: Path) -> None:
+    """``apt-get download`` a Debian binary package into the cache and unpack it with ``dpkg -x``."""
+    debs = root / "debs"
+    debs.mkdir(parents=True, exist_ok=True)
+    logger.info("downloading %s from Debian into %s", package, debs)
+    try:
+        subprocess.run(["apt-get", "download", "-q", package], cwd=debs, check=True, capture_output=True)
+        deb = next(debs.glob(f"{package}_*.deb"))
+        subprocess.run(["dpkg", "-x", str(deb), str(root)], check=True)
+    except (OSError, subprocess.CalledProcessError, StopIteration) as exc:
+        logger.warning("cannot fetch %s (%s): its pages are left out", package, exc)
+
+
+def _sphinx(bases: list[Path], limit: int | None) -> Iterator[Page]:
     n = 0
-    for rel in SPHINX_ROOTS:
-        base = corpus / rel
+    for base in bases:
+        if not base.exists():
+            logger.warning("%s is missing: its pages are left out", base)
+            continue
         for html in sorted(base.rglob("*.html")):
             page = html.relative_to(base)
             if "_sources" in page.parts or html.stem in SPHINX_SKIP:
@@ -89,7 +141,17 @@ def sphinx_pages(corpus: Path = CORPUS, limit: int | None = None) -> Iterator[Pa
                                     base / "_sources" / page.with_suffix(".txt")) if s.exists()), None)
             if src is None:
                 continue
-            yield Page(f"sphinx/{rel.split('/')[1]}/{page}", _read(html), rst_text(_read(src)))
+            rst = _read(src)
+            if _RST_GENERATED.search(rst):
+                continue
+            yield Page(f"sphinx/{_manual(base)}/{page}", _read(html), rst_text(rst))
             n += 1
             if limit and n >= limit:
                 return
+
+
+def _manual(base: Path) -> str:
+    """A short name for a manual: the package directory above ``html`` (or the root's first part)."""
+    parts = base.parts
+    return next((parts[k - 1] for k in range(len(parts) - 1, 0, -1) if parts[k] in ("html", "policy.html")),
+                base.name)

@@ -1,21 +1,23 @@
 """How well deskdex finds the main text of real web pages, beside trafilatura.
 
-    .venv/bin/python benchmarks/main_content.py [--sets news,sphinx] [--limit N] [--per-page]
+    .venv/bin/python benchmarks/main_content.py [--sets news,sphinx,sphinx-themes] [--limit N] [--per-page]
 
 For each labelled page (see benchmarks/labelled_pages.py) it extracts the main text with the
 notes' token method, the DOM method (deskdex's default), all text (no marking, a floor) and
 trafilatura (``pip install -e '.[bench]'``), and prints per data set, averaged over pages: word
 precision, recall and F1 (bag of words against the label) and word 4-gram overlap (Jaccard of the
-sets of 4-grams).
+sets of 4-grams), then for a set drawn from several manuals the F1 of each method per manual. A set
+that cannot be loaded is reported MISSING and the others still run.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import subprocess
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Callable
 
@@ -60,8 +62,8 @@ def _trafilatura() -> Callable[[str], str] | None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sets", default="news,sphinx")
-    ap.add_argument("--limit", type=int, default=None, help="at most this many sphinx pages")
+    ap.add_argument("--sets", default="news,sphinx,sphinx-themes")
+    ap.add_argument("--limit", type=int, default=None, help="at most this many pages of each sphinx set")
     ap.add_argument("--per-page", action="store_true")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -71,14 +73,20 @@ def main(argv: list[str] | None = None) -> int:
     traf = _trafilatura()
     if traf:
         methods["trafilatura"] = traf
-    loaders = {"news": labelled_pages.news_pages, "sphinx": lambda: labelled_pages.sphinx_pages(limit=args.limit)}
+    loaders = {"news": labelled_pages.news_pages, "sphinx": lambda: labelled_pages.sphinx_pages(limit=args.limit),
+               "sphinx-themes": lambda: labelled_pages.sphinx_theme_pages(limit=args.limit)}
     for name in args.sets.split(","):
-        pages = list(loaders[name]())
-        if not pages:
-            print(f"{name}: no pages found")
+        try:
+            pages = list(loaders[name]())
+        except (OSError, subprocess.CalledProcessError) as exc:
+            print(f"\n{name}: MISSING, cannot load its pages ({exc})")
             continue
-        print(f"\n{name}: {len(pages)} pages")
+        if not pages:
+            print(f"\n{name}: MISSING, no pages found")
+            continue
+        print(f"\n{name}: {len(pages)} pages; labels: {labelled_pages.LABELS[name]}")
         print(f"{'method':16} {'P':>6} {'R':>6} {'F1':>6} {'4-gram':>7} {'s/page':>7}")
+        by_source: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         for label, fn in methods.items():
             sums = [0.0] * 4
             t0 = time.perf_counter()
@@ -86,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                 got, want = words(fn(page.html)), words(page.label)
                 p, r, f = prf(got, want)
                 g = ngram_overlap(got, want)
+                by_source[_source(page.name)][label].append(f)
                 for k, v in enumerate((p, r, f, g)):
                     sums[k] += v
                 if args.per_page:
@@ -93,7 +102,17 @@ def main(argv: list[str] | None = None) -> int:
             dt = (time.perf_counter() - t0) / len(pages)
             p, r, f, g = (s / len(pages) for s in sums)
             print(f"{label:16} {p:6.3f} {r:6.3f} {f:6.3f} {g:7.3f} {dt:7.3f}")
+        if len(by_source) > 1:  # one manual with many pages of one kind can carry a set's average
+            print("  F1 by source: " + "; ".join(
+                f"{src} ({len(next(iter(fs.values())))}): " + " ".join(f"{sum(v) / len(v):.2f}" for v in fs.values())
+                for src, fs in by_source.items()) + f"  [{', '.join(methods)}]")
     return 0
+
+
+def _source(name: str) -> str:
+    """The manual a page comes from (``sphinx/MANUAL/...``), or its set."""
+    parts = name.split("/")
+    return parts[1] if parts[0] == "sphinx" and len(parts) > 2 else parts[0]
 
 
 if __name__ == "__main__":

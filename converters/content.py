@@ -7,13 +7,17 @@ Two methods mark ``Block.boilerplate`` on a converted HTML Document; boilerplate
 or a word; choose ``i <= j`` to maximise the tags before ``i`` and after ``j`` plus the words
 between them. That total is ``tags + sum(v[i..j])`` with ``v = +1`` for a word and ``-1`` for a
 tag, so the best ``(i, j)`` is a maximum-sum subarray (Kadane, linear time). A block is main
-content when most of its words fall inside ``[i, j]``.
+content when most of its words fall inside ``[i, j]``. Two choices of what counts as a token keep
+the plateau of the notes' figure on real pages: inline formatting (``<em>``, ``<code>``, ``<span>``)
+is not a tag token, being no page structure (converters.html.INLINE), and a word of anchor text
+weighs 0, not +1, since navigation and related-story lists are text in links.
 
 ``dom`` (the default): each block is scored from its own text and link density and from DOM hints
 (``nav``/``footer``/``aside`` ancestors, class and id names such as ``sidebar`` or ``comment``);
 link lists, short fragments and hinted blocks score below zero, paragraphs of running text above.
 The main content is the run of blocks with the largest total score (the same maximum-sum
-subarray, over blocks instead of tokens), minus link lists inside it.
+subarray, over blocks instead of tokens), minus link lists inside it. When class and id names
+leave no run of text at all, the run is sought again without them (Readability's retry).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Collection, Sequence
 
 from .document import Block, Document
 
@@ -48,19 +52,23 @@ def count_words(text: str) -> int:
 @dataclass(slots=True)
 class PageTokens:
     """What the HTML walk records for the methods: the tag/word token sequence (``values``: +1 a
-    word, -1 a tag; ``owners``: the block a word belongs to, -1 for a tag) and a DOM hint per block
-    (-1 boilerplate name or element, +1 content name, 0 none)."""
+    word, 0 a word of anchor text, -1 a tag; ``owners``: the block a word belongs to, -1 for a tag),
+    a DOM hint per block (-1 boilerplate name or element, +1 content name, 0 none) and ``named``,
+    the blocks whose -1 comes from a class or id name only."""
 
     values: list[int] = field(default_factory=list)
     owners: list[int] = field(default_factory=list)
     hints: dict[int, int] = field(default_factory=dict)
+    named: set[int] = field(default_factory=set)
 
     def tags(self, n: int = 1) -> None:
         self.values.extend([-1] * n)
         self.owners.extend([-1] * n)
 
-    def words(self, n: int, block: int) -> None:
-        self.values.extend([1] * n)
+    def words(self, n: int, block: int, link: bool = False) -> None:
+        # A word of anchor text weighs 0: link lists are text with few tags (``<a>A long
+        # headline</a>``) and would pass for the main text, which is not made of links.
+        self.values.extend([0 if link else 1] * n)
         self.owners.extend([block] * n)
 
 
@@ -95,7 +103,7 @@ def mark(doc: Document, page: PageTokens, method: str = "dom") -> None:
     if method == "tokens":
         main = _main_by_tokens(page, len(doc.blocks))
     elif method == "dom":
-        main = _main_by_dom(doc.blocks, page.hints)
+        main = _main_by_dom(doc.blocks, page.hints, page.named)
     else:
         raise ValueError(f"unknown main-content method {method!r}; expected one of {METHODS}")
     for n, block in enumerate(doc.blocks):
@@ -138,10 +146,18 @@ def block_score(block: Block, hint: int) -> float:
     if block.kind == "h":
         return 0.5  # a heading goes with the text around it, never decides alone
     text = block.text
-    # Sentences make text: a fragment with no sentence punctuation is a menu item or a label.
-    sentence = any(c in text for c in ".!?。！？:;") and words >= 5
-    score = plain - (8 if not sentence else 2) - 4 * density * words
-    return score * (1.5 if hint > 0 else 1.0)
+    # Sentences make text: a fragment with no sentence punctuation is a menu item or a label, but
+    # code has no sentences either.
+    fragment = block.kind != "pre" and (words < 5 or not any(c in text for c in ".!?。！？:;"))
+    if fragment and hint > 0 and density == 0:
+        # Inside a container named as content, an item with no link (a name in a list, a table
+        # cell) is not navigation, which is made of links: it costs at most a sentence's 2 and
+        # counts at most 1, so a list of them neither breaks the text nor carries a run alone.
+        return min(plain - 2, 1.0)
+    score = plain - (8 if fragment else 2) - 4 * density * words
+    if hint > 0:  # a content name makes text count more and a fragment cost less
+        return score * 1.5 if score > 0 else score / 1.5
+    return score
 
 
 def _flanked(scores: list[float], n: int, reach: int = 2) -> bool:
@@ -150,7 +166,20 @@ def _flanked(scores: list[float], n: int, reach: int = 2) -> bool:
     return before and any(s > 1 for s in scores[n + 1:n + 1 + reach])
 
 
-def _main_by_dom(blocks: list[Block], hints: dict[int, int]) -> set[int]:
+def _main_by_dom(blocks: list[Block], hints: dict[int, int], named: Collection[int] = ()) -> set[int]:
+    main = _dom_run(blocks, hints)
+    if main is None and named:
+        # Readability's second pass: when class/id names leave no run of text, they were wrong (a
+        # section whose id, made from its heading, says "cookies" or "share"); element hints stay.
+        main = _dom_run(blocks, {n: h for n, h in hints.items() if n not in named})
+    if main is None:
+        # No run of text anywhere (an index page, a gallery): all unhinted blocks stay main.
+        return {n for n in range(len(blocks)) if hints.get(n, 0) >= 0}
+    return main
+
+
+def _dom_run(blocks: list[Block], hints: dict[int, int]) -> set[int] | None:
+    """The blocks of the best-scoring run minus the link lists inside it; None below ``MIN_TEXT``."""
     raw = [block_score(b, hints.get(n, 0)) for n, b in enumerate(blocks)]
     # A short label, a signature or a lone link between paragraphs is part of the text (jusText's
     # context rule); a run of links is not, since its own neighbours are links.
@@ -158,8 +187,7 @@ def _main_by_dom(blocks: list[Block], hints: dict[int, int]) -> set[int]:
     scores = [0.0 if n in flanked else s for n, s in enumerate(raw)]
     i, j, total = max_subarray(scores)
     if total < MIN_TEXT:
-        # No run of text anywhere (an index page, a gallery): all unhinted blocks stay main.
-        return {n for n in range(len(blocks)) if hints.get(n, 0) >= 0}
+        return None
     main = set()
     for n in range(i, j + 1):
         b = blocks[n]

@@ -121,6 +121,8 @@ class _Walker:
                     _trim(self.runs)
                 if self.hint or self.boiler:
                     self.page.hints[len(self.doc.blocks)] = -1 if self.boiler else self.hint
+                    if self.hint < 0 and not self.boiler:
+                        self.page.named.add(len(self.doc.blocks))
                 self.doc.blocks.append(Block(self.kind, self.runs, self.level, self.boiler))
         self.runs = []
 
@@ -133,7 +135,7 @@ class _Walker:
             return
         if not pre:
             s = _SPACE.sub(" ", s)
-        self.page.words(content.count_words(s), len(self.doc.blocks))
+        self.page.words(content.count_words(s), len(self.doc.blocks), link=href is not None)
         if self.runs and self.runs[-1].style == style and self.runs[-1].href == href:
             self.runs[-1].text += s
         else:

@@ -116,6 +116,46 @@ def test_token_method_only_counts_words_of_its_own_blocks() -> None:
     assert [b.boilerplate for b in doc.blocks] == [True, False]
 
 
+def test_anchor_words_weigh_nothing_in_the_token_sequence() -> None:
+    tokens = PageTokens()
+    tokens.words(2, 0)
+    tokens.words(3, 0, link=True)
+    tokens.tags(1)
+    assert tokens.values == [1, 1, 0, 0, 0, -1]
+
+
+def test_token_method_leaves_out_a_list_of_long_headline_links() -> None:
+    # Related stories: many words per tag, so with anchor words counted as text the list would
+    # extend the plateau; weighing them 0 leaves it out.
+    related = "<ul>" + "".join(f'<li><a href="/r{n}">Council approves plan number {n} for the new '
+                               f'library roof and longer hours</a></li>' for n in range(6)) + "</ul>"
+    doc = from_text(page(ARTICLE, related), "file:///t.html", "text/html", main_content="tokens")
+    flags = {b.text: b.boilerplate for b in doc.blocks}
+    assert flags[PROSE] is False
+    assert flags["Council approves plan number 3 for the new library roof and longer hours"] is True
+
+
+def test_dom_retries_without_names_when_they_hide_all_text() -> None:
+    # Sphinx gives a section the id of its heading: "Sharing cookies" names no sidebar.
+    article = f'<section id="sharing-cookies"><h1>Sharing cookies</h1><p>{PROSE}</p><p>{PROSE}</p></section>'
+    side = '<div class="sidebar"><p>Search this site</p></div>'
+    doc = from_text(page(article, side), "file:///t.html", "text/html")
+    flags = {b.text: b.boilerplate for b in doc.blocks}
+    assert flags[PROSE] is False and flags["Sharing cookies"] is False
+    assert flags["Search this site"] is True and flags["Section 3"] is True
+
+
+def test_dom_keeps_code_and_unlinked_items_inside_named_content() -> None:
+    names = "<ul>" + "".join(f"<li>Contributor {n}</li>" for n in "ABCDEF") + "</ul>"
+    article = (f'<div class="body"><h1>Release 2.0</h1><p>{PROSE}</p><pre>pip install -U town</pre>'
+               f"<p>{PROSE}</p><p>Thanks to all of the contributors to this release:</p>{names}<p>{PROSE}</p></div>")
+    doc = from_text(page(article), "file:///t.html", "text/html")
+    main = main_text(doc)
+    assert "pip install -U town" in main
+    assert all(f"Contributor {n}" in main for n in "ABCDEF")
+    assert "Section 3" not in main
+
+
 def test_unknown_method_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown main-content method"):
         from_text(page(ARTICLE), "file:///t.html", "text/html", main_content="magic")
