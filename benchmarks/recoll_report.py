@@ -14,9 +14,14 @@ ROWS = [
     ("index_rss_sum", "full index, sum of every process's own peak RSS", "MiB", None),
     ("size", "index (+ store) size on disk", "MiB", 1.0), ("files_ok", "files indexed (top level)", "", None),
     ("documents", "documents indexed, members included", "", None),
-    ("failed", "files failed", "", None), ("second_wall", "second full run, nothing changed", "s", None),
+    ("failed", "files failed (the file or one of its members)", "", None),
+    ("failed_documents", "documents failed, members counted one by one", "", None),
+    ("second_wall", "second full run, nothing changed", "s", None),
     ("second_cpu", "second run, CPU", "s", None),
-    ("search_median", "search, command line, median", "s", 1.0), ("search_p95", "search, command line, p95", "s", None),
+    ("search_median", "search, command line, paths only, median", "s", 1.0),
+    ("search_p95", "search, command line, paths only, p95", "s", None),
+    ("search_snippets_median", "search, command line, with snippets (recollq -A), median", "s", None),
+    ("search_no_daemon_median", "search, paths only, no deskdex daemon running, median", "s", None),
     ("fresh_median", "freshness, write to searchable, median", "s", 0.5),
     ("fresh_p95", "freshness, p95", "s", None), ("idle_cpu", "idle daemon CPU", "s", None),
     ("interference_kept", "CPU-bound program's throughput kept beside a full index", "", None),
@@ -32,7 +37,10 @@ def flat(r: dict[str, Any], name: str) -> dict[str, float | None]:
             "documents": t["summary"]["documents"],
             "files_ok": sum(v.get("ok", 0) for v in t["per_format"].values()), "failed": t["summary"]["failed"],
             "second_wall": t["second"]["wall"], "second_cpu": t["second"]["cpu"],
+            "failed_documents": t["summary"].get("failed_documents", t["summary"]["failed"]),
             "search_median": r["search"][name]["median"], "search_p95": r["search"][name]["p95"],
+            "search_snippets_median": r.get("search_snippets", {}).get(name, {}).get("median"),
+            "search_no_daemon_median": r.get("search_no_daemon", {}).get(name, {}).get("median"),
             "fresh_median": r["freshness"][name]["median"], "fresh_p95": r["freshness"][name]["p95"],
             "idle_cpu": r["idle"]["cpu"].get(name), "interference_kept": r["interference"][name]["kept"],
             "p_at_10": r["quality"][name]["p_at_10"], "mrr": r["quality"][name]["mrr"]}
@@ -57,7 +65,7 @@ def _fmt(v: Any) -> str:
     if v is None:
         return "n/a"
     if isinstance(v, float):
-        return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
+        return f"{v:.4f}" if abs(v) < 0.1 else f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
     return str(v)
 
 
@@ -84,9 +92,14 @@ def markdown(r: dict[str, Any]) -> str:
     for fmt in sorted(set(fd) | set(fr), key=lambda f: -(fd.get(f, {}).get("ok", 0) + fr.get(f, {}).get("ok", 0))):
         a, b = fd.get(fmt, {}), fr.get(fmt, {})
         out.append(f"| {fmt} | {a.get('ok', 0)} | {a.get('failed', 0)} | {b.get('ok', 0)} | {b.get('failed', 0)} |")
-    out.append("\n## Search time by kind of query (median, s)\n\n| kind | deskdex | Recoll |\n|---|---:|---:|")
+    out.append("\n## Search time by kind of query (median, s; deskdex through its daemon)\n\n"
+               "| kind | deskdex paths | Recoll paths | deskdex snippets | Recoll snippets |\n|---|---:|---:|---:|---:|")
+    snip = r.get("search_snippets", {})
     for kind, v in r["search"]["deskdex"]["by_kind_median"].items():
-        out.append(f"| {kind} | {v:.3f} | {r['search']['recoll']['by_kind_median'][kind]:.3f} |")
+        s_d = snip.get("deskdex", {}).get("by_kind_median", {}).get(kind)
+        s_r = snip.get("recoll", {}).get("by_kind_median", {}).get(kind)
+        out.append(f"| {kind} | {v:.4f} | {r['search']['recoll']['by_kind_median'][kind]:.4f} | {_fmt(s_d)} | "
+                   f"{_fmt(s_r)} |")
     out.append("\n## Search quality per query (precision at 10; rank of the first relevant result)\n\n"
                "| query | deskdex P@10 | deskdex first | Recoll P@10 | Recoll first |\n|---|---:|---:|---:|---:|")
     for a, b in zip(r["quality"]["deskdex"]["queries"], r["quality"]["recoll"]["queries"]):
@@ -105,7 +118,8 @@ def charts(r: dict[str, Any], outdir: Path) -> list[str]:
     except ImportError:
         return []
     ratio = r["ratios"]
-    keys = [k for k, *_ in ROWS if ratio.get(k) not in (None, 0) and k not in ("documents", "files_ok", "failed", "idle_cpu")]
+    keys = [k for k, *_ in ROWS if ratio.get(k) not in (None, 0) and k not in ("documents", "files_ok", "failed", "failed_documents",
+                                                                       "idle_cpu")]
     labels = [next(lbl for k2, lbl, *_ in ROWS if k2 == k) for k in keys]
     fig, ax = plt.subplots(figsize=(9, 6))
     vals = [ratio[k] for k in keys]

@@ -37,6 +37,9 @@ class Deskdex:
 
     def __init__(self, home: str, corpus: str) -> None:
         self.home, self.corpus = home, corpus
+        # As on a user's machine, Python caches compiled modules (a development shell may say not
+        # to, which would add a compile of every module to each command's start).
+        self.env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         Path(home, "config").mkdir(parents=True, exist_ok=True)
         Path(home, "config", "config.toml").write_text(f"folders = [{json.dumps(corpus)}]\n")
 
@@ -44,29 +47,46 @@ class Deskdex:
         return [DESKDEX, "--home", self.home, "index", self.corpus, "--json", "--no-progress"]
 
     def index(self) -> Run:
-        run = measure(self.index_cmd())
+        run = measure(self.index_cmd(), env=self.env)
         if run.rc:
             raise RuntimeError(f"deskdex index failed: {run.stderr[-2000:]}")
         return run
 
     def summary(self, run: Run) -> dict:
+        import sqlite3
+
         s = json.loads(run.stdout)
-        return {"documents": s["indexed"] + s["members"] + s["reused"], "failed": s["failed"],
-                "unchanged": s["unchanged"], "failed_by_reason": s["failed_by_reason"]}
+        # Recoll's fileerrors counts files: one whose filter failed, or one with a member (a mail's
+        # attachment) that did. The same count here: files whose own or a member's conversion failed.
+        db = sqlite3.connect(f"file:{os.path.join(self.home, 'data', 'catalog.sqlite')}?mode=ro", uri=True)
+        files = db.execute("SELECT COUNT(DISTINCT path) FROM docs WHERE source='files' AND status != 'ok'").fetchone()[0]
+        db.close()
+        return {"documents": s["indexed"] + s["members"] + s["reused"], "failed": files,
+                "failed_documents": s["failed"], "unchanged": s["unchanged"],
+                "failed_by_reason": s["failed_by_reason"]}
 
     def size(self) -> int:
         return du(os.path.join(self.home, "data"))
 
-    def search_cmd(self, query: str, limit: int = 10) -> list[str]:
-        return [DESKDEX, "--home", self.home, "search", query, "--limit", str(limit), "--paths"]
+    def search_cmd(self, query: str, limit: int = 10, mode: str = "paths") -> list[str]:
+        """``mode`` "paths": one path a line; "snippets": the listing with a snippet per hit."""
+        return [DESKDEX, "--home", self.home, "search", query, "--limit", str(limit),
+                *(["--paths"] if mode == "paths" else [])]
+
+    @staticmethod
+    def paths_shown(stdout: str) -> list[str]:
+        return [line for line in stdout.splitlines() if line]
+
+    def status_cmd(self) -> list[str]:
+        return [DESKDEX, "--home", self.home, "status", "--json"]
 
     def search(self, query: str, limit: int = 10, every: bool = False) -> list[str]:
         """Result paths; ``every`` shows near-duplicates too (as Recoll does), which judging
         quality against a list of relevant paths needs: a collapsed list would show one copy of a
         relevant manual where the judgements name each format of it."""
         out = subprocess.run(self.search_cmd(query, limit) + (["--all"] if every else []), capture_output=True,
-                             text=True)
-        return [line for line in out.stdout.splitlines() if line]
+                             text=True, env=self.env)
+        return self.paths_shown(out.stdout)
 
     def per_format(self, manifest: dict[str, str]) -> dict[str, Counter]:
         import sqlite3
@@ -140,17 +160,23 @@ class Recoll:
     def size(self) -> int:
         return du(os.path.join(self.confdir, "xapiandb"))
 
-    def search_cmd(self, query: str, limit: int = 10) -> list[str]:
-        return ["recollq", "-c", self.confdir, "-n", f"0-{limit}", "-F", "url", query]
+    def search_cmd(self, query: str, limit: int = 10, mode: str = "paths") -> list[str]:
+        """``mode`` "paths": the URL of each hit; "snippets": the listing with abstracts (-A)."""
+        fields = ["-F", "url"] if mode == "paths" else ["-A"]
+        return ["recollq", "-c", self.confdir, "-n", f"0-{limit}", *fields, query]
 
-    def search(self, query: str, limit: int = 10) -> list[str]:
-        out = subprocess.run(self.search_cmd(query, limit), capture_output=True, text=True, env=self.env)
+    @staticmethod
+    def paths_shown(stdout: str) -> list[str]:
         paths = []
-        for line in out.stdout.splitlines()[2:]:
+        for line in stdout.splitlines()[2:]:  # the query as Recoll read it, then the count
             url = base64.b64decode(line.strip() or "").decode("utf-8", "replace")
             if url.startswith("file://"):
                 paths.append(url[7:])
-        return paths[:limit]
+        return paths
+
+    def search(self, query: str, limit: int = 10) -> list[str]:
+        out = subprocess.run(self.search_cmd(query, limit), capture_output=True, text=True, env=self.env)
+        return self.paths_shown(out.stdout)[:limit]
 
     def _listing(self) -> list[tuple[str, str, str]]:
         out = subprocess.run(["recollq", "-c", self.confdir, "-n", "0-10000000", "-F", "url mtype ipath",
