@@ -122,6 +122,26 @@ def wait_for(cond: Callable[[], Any], what: str, timeout: float = 15.0) -> None:
         QTest.qWait(20)
 
 
+def choose_in_picker(dlg: Any, folder: Path) -> None:
+    """Type the folder's path into Qt's own folder picker and press Open, as a user does."""
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QDialogButtonBox, QLineEdit
+
+    assert QTest.qWaitForWindowExposed(dlg, 3000)
+    name = dlg.findChild(QLineEdit, "fileNameEdit")
+    # A user types into the dialog they are looking at. Unfocused (Xvfb has no window manager to
+    # activate it), the dialog keeps every directory the typed prefix passed through ("/", "/tmp")
+    # selected, and with several selected it never emits fileSelected: the CI failure of stop 10.
+    dlg.activateWindow()
+    assert QTest.qWaitForWindowActive(dlg, 3000)
+    name.setFocus()
+    wait_for(name.hasFocus, "the file name field focused")
+    name.clear()
+    QTest.keyClicks(name, str(folder))
+    assert dlg.selectedFiles() == [str(folder)]
+    dlg.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Open).click()
+
+
 def screenshot(name: str, widget: Any) -> Path:
     """The X screen as Xvfb holds it (what a user would see), kept in test-artifacts/."""
     from PySide6.QtTest import QTest
@@ -214,7 +234,6 @@ def test_no_daemon_shows_the_error(qapp: Any, tmp_path: Path) -> None:
 
 def test_add_a_folder_through_the_picker(tray: Any, daemon: FakeDaemon, tmp_path: Path) -> None:
     from PySide6.QtTest import QTest
-    from PySide6.QtWidgets import QDialogButtonBox, QLineEdit
 
     folder = tmp_path / "Papers"
     folder.mkdir()
@@ -226,11 +245,8 @@ def test_add_a_folder_through_the_picker(tray: Any, daemon: FakeDaemon, tmp_path
 
     w.add_button.click()
     dlg = w.dialog
-    assert dlg is not None and QTest.qWaitForWindowExposed(dlg, 3000)
-    name = dlg.findChild(QLineEdit, "fileNameEdit")
-    name.clear()
-    QTest.keyClicks(name, str(folder))
-    dlg.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Open).click()
+    assert dlg is not None
+    choose_in_picker(dlg, folder)
     wait_for(lambda: w.table.rowCount() == 3, "the new folder listed")
     assert daemon.requests("watch_add") == [{"op": "watch_add", "path": str(folder)}]
     assert str(folder) in [w.table.item(r, 0).text() for r in range(3)]
@@ -358,9 +374,6 @@ def test_search_window_against_the_real_daemon(qapp: Any, tmp_path: Path) -> Non
 
 def test_add_a_folder_with_the_real_daemon(qapp: Any, tmp_path: Path) -> None:
     """Adding a folder through the tray's picker makes a real daemon index it: search finds its file."""
-    from PySide6.QtTest import QTest
-    from PySide6.QtWidgets import QDialogButtonBox, QLineEdit
-
     from daemon.tray.app import TrayApp
 
     from .daemon_fixture import DaemonProcess
@@ -381,11 +394,8 @@ def test_add_a_folder_with_the_real_daemon(qapp: Any, tmp_path: Path) -> None:
         wait_for(lambda: w.table.rowCount() == 1, "the watched folder listed")
         w.add_button.click()
         dlg = w.dialog
-        assert dlg is not None and QTest.qWaitForWindowExposed(dlg, 3000)
-        name = dlg.findChild(QLineEdit, "fileNameEdit")
-        name.clear()
-        QTest.keyClicks(name, str(papers))
-        dlg.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Open).click()
+        assert dlg is not None
+        choose_in_picker(dlg, papers)
         wait_for(lambda: w.table.rowCount() == 2, "the new folder listed", timeout=20)
         real.eventually("tern", [str(papers / "thesis.txt")], timeout=30)
         print("screenshot:", screenshot("folders-window-real-daemon.png", w))
