@@ -33,28 +33,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from daemon.client import NotRunning, call  # noqa: E402
+from recoll_proc import TICK, tree as tree_pids, tree_cpu  # noqa: E402
 
-TICK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def tree_pids(pid: int) -> list[int]:
-    """The process and all its descendants, from /proc."""
-    children: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(d))
-            except (OSError, IndexError, ValueError):
-                pass
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(children.get(p, []))
-    return out
 
 
 def rss(pids: list[int]) -> int:
@@ -63,25 +44,6 @@ def rss(pids: list[int]) -> int:
         try:
             with open(f"/proc/{p}/statm") as f:
                 total += int(f.read().split()[1]) * PAGE
-        except OSError:
-            pass
-    return total
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of the process and its waited-for children (cutime, cstime)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return sum(int(x) for x in fields[11:15]) / TICK
-
-
-def tree_cpu(pid: int) -> float:
-    total = 0.0
-    for p in tree_pids(pid):
-        try:
-            with open(f"/proc/{p}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / TICK
         except OSError:
             pass
     return total
@@ -193,7 +155,7 @@ def main() -> None:
                                  "full_index_seconds": round(index_s, 1),
                                  "files_per_second": round(args.files / index_s, 1),
                                  "peak_rss_mb_during_index": round(peak[0] / 2**20, 1),
-                                 "daemon_cpu_seconds_index": round(tree_cpu(proc.pid) + cpu_seconds(proc.pid), 1),
+                                 "daemon_cpu_seconds_index": round(tree_cpu(proc.pid), 1),
                                  "index_bytes": st["index_bytes"], "store_bytes": st["store_bytes"]}
     print(json.dumps(result, indent=2), flush=True)
 
@@ -247,9 +209,9 @@ def main() -> None:
 
     # Idle: after the worker processes are released, nothing should run.
     time.sleep(25)
-    c0, w0 = tree_cpu(proc.pid) + cpu_seconds(proc.pid), time.monotonic()
+    c0, w0 = tree_cpu(proc.pid), time.monotonic()
     time.sleep(args.idle)
-    c1 = tree_cpu(proc.pid) + cpu_seconds(proc.pid)
+    c1 = tree_cpu(proc.pid)
     result["idle_seconds"] = round(time.monotonic() - w0, 1)
     result["idle_cpu_seconds"] = round(c1 - c0, 3)
     result["idle_rss_mb"] = round(rss(tree_pids(proc.pid)) / 2**20, 1)
