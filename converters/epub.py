@@ -18,7 +18,7 @@ from urllib.parse import unquote
 from lxml import etree
 
 from .document import Document
-from .errors import CorruptFile
+from .errors import CorruptFile, Encrypted
 from .html import from_text
 from .source import Source
 from .textcodec import decode
@@ -47,7 +47,7 @@ def convert(source: Source, mime: str) -> Document:
     encrypted = _encrypted(zf)
     for path in chapters[:MAX_CHAPTERS]:
         if path in encrypted:
-            raise CorruptFile(f"encrypted EPUB (DRM): {path} cannot be read")
+            raise Encrypted(f"encrypted EPUB (DRM): {path} cannot be read")
         if path not in zf.NameToInfo:
             logger.debug("EPUB %s: spine item %s is missing", source.uri, path)
             continue

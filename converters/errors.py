@@ -4,6 +4,7 @@
      ├── ConversionError            a file could not be turned into a Document
      │    ├── UnsupportedFormat     no converter for this MIME type (file still findable by name)
      │    ├── UnreadableFile        permission denied, vanished mid-run, I/O error
+     │    │    └── Encrypted        needs a password or a DRM key (encrypted PDF, EPUB)
      │    ├── CorruptFile           the format's own parser rejected the bytes
      │    ├── HostileInput          path traversal, entity expansion, nesting too deep
      │    └── LimitExceeded         a configured limit stopped the work
@@ -47,6 +48,12 @@ class UnreadableFile(ConversionError):
 
 class CorruptFile(ConversionError):
     reason = "corrupt"
+
+
+class Encrypted(UnreadableFile):
+    """Readable only with a password or a DRM key: the file is fine, so not "corrupt"."""
+
+    reason = "encrypted"
 
 
 class HostileInput(ConversionError):

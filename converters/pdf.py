@@ -7,7 +7,7 @@ dictionary (title, author, subject, keywords, dates as ISO 8601) and the catalog
 
 PDFium is neither thread- nor fork-safe: conversions run one per worker process
 (``converters.isolation``), and nothing here opens a document in a parent that forks.
-Encrypted files that need a password, truncated files and junk raise CorruptFile.
+Encrypted files that need a password raise Encrypted; truncated files and junk raise CorruptFile.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import re
 from collections import Counter
 
 from .document import Document
-from .errors import CorruptFile, HostileInput
+from .errors import CorruptFile, Encrypted, HostileInput
 from .pdf_text import META_KEYS, paragraphs, pdf_date
 from .source import Source
 
@@ -59,7 +59,7 @@ def convert_pdfium(data: bytes, source: Source, mime: str) -> Document:
         pdf = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
         if exc.err_code in (_ERR_PASSWORD, _ERR_SECURITY):
-            raise CorruptFile("encrypted PDF: it needs a password to be read") from exc
+            raise Encrypted("encrypted PDF: it needs a password to be read") from exc
         raise _PdfiumUnreadable(str(exc)) from exc
     try:
         doc = Document(uri=source.uri, mime=mime)
@@ -200,7 +200,7 @@ def convert_pdfminer(data: bytes, source: Source, mime: str) -> Document:
         doc.meta.update(pdfminer_info(pdf))
         text = extract_text(io.BytesIO(data), laparams=LAParams())
     except (PDFEncryptionError, PDFPasswordIncorrect) as exc:
-        raise CorruptFile(f"encrypted PDF: {exc}") from exc
+        raise Encrypted(f"encrypted PDF: {exc}") from exc
     except RecursionError as exc:
         raise HostileInput("PDF nests objects too deeply") from exc
     except Exception as exc:  # pdfminer raises many kinds (PDFSyntaxError, PSException, struct.error...)

@@ -14,7 +14,7 @@ import pytest
 from converters import opendocument, pdf, rtf
 from converters.convert import convert
 from converters.document import Document
-from converters.errors import CorruptFile, HostileInput, SizeLimit
+from converters.errors import CorruptFile, Encrypted, HostileInput, SizeLimit
 from converters.limits import Limits
 from converters.registry import default_registry
 from converters.source import Source
@@ -76,14 +76,14 @@ def test_pdf_pdfminer_fallback_reads_the_same_file() -> None:
     assert "zebras" in doc.body_text()
 
 
-@pytest.mark.parametrize("name,data,message", [
-    ("encrypted", make_pdf(encrypt=True), "password"),
-    ("truncated", make_pdf()[:400], "damaged or truncated"),
-    ("junk", b"%PDF-1.4\n" + bytes(range(256)) * 20, "unreadable PDF"),
-    ("not-pdf", b"hello, I am text", "not a PDF"),
+@pytest.mark.parametrize("name,data,error,message", [
+    ("encrypted", make_pdf(encrypt=True), Encrypted, "password"),
+    ("truncated", make_pdf()[:400], CorruptFile, "damaged or truncated"),
+    ("junk", b"%PDF-1.4\n" + bytes(range(256)) * 20, CorruptFile, "unreadable PDF"),
+    ("not-pdf", b"hello, I am text", CorruptFile, "not a PDF"),
 ])
-def test_pdf_bad_files_are_corrupt(name: str, data: bytes, message: str) -> None:
-    with pytest.raises(CorruptFile, match=message):
+def test_pdf_bad_files_say_why(name: str, data: bytes, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
         pdf.convert(Source(uri="mem:" + name, name=name + ".pdf", data=data), "application/pdf")
 
 
@@ -312,7 +312,7 @@ def test_epub_with_drm_is_refused(tmp_path: Path) -> None:
     f = tmp_path / "locked.epub"
     f.write_bytes(epub(encrypted=True))
     outcome = convert(Source.from_path(f))[0]
-    assert not outcome.ok and outcome.reason == "corrupt" and "DRM" in outcome.message
+    assert not outcome.ok and outcome.reason == "encrypted" and "DRM" in outcome.message
 
 
 @pytest.mark.parametrize("ext,module", [
