@@ -29,6 +29,7 @@ from .errors import ConversionError, CorruptFile, HostileInput, LimitExceeded, S
 from .limits import Limits
 from .registry import Member
 from .source import Source
+from .zipcheck import refuse_encrypted
 
 _CHUNK = 1 << 20
 # Below this size a high ratio is normal (a file of spaces); bombs only matter above it.
@@ -145,6 +146,7 @@ def zip_members(source: Source, mime: str) -> Iterator[Document | Member]:
                 continue
 
             def read(info: zipfile.ZipInfo = info) -> bytes:
+                refuse_encrypted(info, "ZIP")
                 with zf.open(info) as stream:
                     return budget.read(stream, info.compress_size)
 

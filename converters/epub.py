@@ -4,7 +4,7 @@ The package file is found through META-INF/container.xml; its Dublin Core metada
 title, authors, language, date, subject and publisher. Each XHTML chapter goes through the
 HTML converter (``converters.html.from_text``), so headings, lists, tables, links and
 boilerplate (``nav``) are read the same way as on the web. Chapters encrypted with DRM are
-refused (CorruptFile); obfuscated fonts are not a reason to refuse a book.
+refused (Encrypted); obfuscated fonts are not a reason to refuse a book.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import io
 import logging
 import zipfile
 
-from .errors import CorruptFile, HostileInput, SizeLimit
+from .errors import CorruptFile, Encrypted, HostileInput, SizeLimit
 from .limits import Limits
 
 logger = logging.getLogger(__name__)
@@ -41,12 +41,22 @@ def open_zip(data: bytes, what: str, limits: Limits = Limits()) -> zipfile.ZipFi
     return zf
 
 
+def refuse_encrypted(info: zipfile.ZipInfo, what: str) -> None:
+    """Bit 0 of a member's flags marks ZIP encryption (traditional or AES): say so before
+    ``zipfile`` raises a bare RuntimeError that would read as damage."""
+    if info.flag_bits & 0x1:
+        raise Encrypted(f"{what} member {info.filename} is encrypted: it needs a password to be read")
+
+
 def read_member(zf: zipfile.ZipFile, name: str, what: str) -> bytes:
-    """One member's bytes; a missing or damaged member is a CorruptFile."""
+    """One member's bytes; a missing or damaged member is a CorruptFile, an encrypted one Encrypted."""
     try:
-        return zf.read(name)
+        info = zf.getinfo(name)
     except KeyError as exc:
         raise CorruptFile(f"{what} has no {name}") from exc
+    refuse_encrypted(info, what)
+    try:
+        return zf.read(info)
     except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError, ValueError) as exc:
-        # RuntimeError: encrypted member; NotImplementedError: an unknown compression method
+        # NotImplementedError: an unknown compression method
         raise CorruptFile(f"{what} member {name} cannot be read: {exc}") from exc

@@ -17,7 +17,9 @@ import pytest
 
 from converters import Source, convert
 from converters.convert import Outcome
+from converters.errors import Encrypted
 from converters.tagged import dumps, loads
+from converters.zipcheck import read_member
 
 from .conftest import need_corpus
 
@@ -142,6 +144,39 @@ def test_zip_with_nested_archive(tmp_path: Path) -> None:
     note = out[base + "#inner.zip#deep/note.txt"].document
     assert note is not None and "inner archive" in note.text()
     assert len(out) == 4  # the zip, the report, the inner zip, its note: no directory entries
+
+
+def _flag_encrypted(data: bytes, name: bytes) -> bytes:
+    """Set the encryption bit of member ``name`` in its local and central headers. zipfile cannot
+    write encrypted members and no encrypting zip tool is a test dependency; readers decide from
+    this bit alone, so the member looks to them exactly as a password-protected one does."""
+    buf = bytearray(data)
+    for sig, flags_at, name_len_at, name_at in ((b"PK\x03\x04", 6, 26, 30), (b"PK\x01\x02", 8, 28, 46)):
+        at = buf.find(sig)
+        while at >= 0:
+            n = int.from_bytes(buf[at + name_len_at:at + name_len_at + 2], "little")
+            if bytes(buf[at + name_at:at + name_at + n]) == name:
+                buf[at + flags_at] |= 0x1
+            at = buf.find(sig, at + 4)
+    return bytes(buf)
+
+
+def test_zip_encrypted_member_says_so_and_the_others_are_kept(tmp_path: Path) -> None:
+    raw = io.BytesIO()
+    with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("open.md", MARKDOWN)
+        z.writestr("secret.txt", "the vault code")
+    data = _flag_encrypted(raw.getvalue(), b"secret.txt")
+    p = tmp_path / "mixed.zip"
+    p.write_bytes(data)
+    out = by_uri(p)
+    base = Source.from_path(p).uri
+    assert out[base].ok and out[base + "#open.md"].ok
+    secret = out[base + "#secret.txt"]
+    assert not secret.ok and secret.reason == "encrypted" and "password" in secret.message
+    # The same rule for zip-based documents (ODF, OOXML, EPUB), which read members through zipcheck.
+    with pytest.raises(Encrypted, match="secret.txt"):
+        read_member(zipfile.ZipFile(io.BytesIO(data)), "secret.txt", "ODT")
 
 
 @pytest.mark.parametrize("suffix,mode", [("tar", "w"), ("tar.gz", "w:gz"), ("tgz", "w:gz"),
