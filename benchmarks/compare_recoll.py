@@ -30,6 +30,8 @@ import recoll_report  # noqa: E402
 import recoll_steps as steps  # noqa: E402
 from recoll_tools import ROOT, Deskdex, Recoll  # noqa: E402
 
+from daemon.scan import Excluder, walk  # noqa: E402
+
 
 def ensure_prerequisites(corpus: Path) -> None:
     if not shutil.which("recollindex") or not shutil.which("pdftotext"):
@@ -144,14 +146,14 @@ def main() -> None:
     notes.append("Recoll leaves out the MIME types deskdex does not convert (" + " ".join(
         __import__("recoll_tools").RECOLL_EXCLUDED_MIMES.split()) + "); its queries use the query language "
                  "(words ANDed, as recollq -a), deskdex's its own; both stem English")
-    from daemon.scan import Excluder, walk
     left_out = len(files) - sum(1 for _ in walk(str(corpus), Excluder()))
     notes.append(f"deskdex's default exclusions (hidden files, *.egg-info/, build/, cache/, *.class, ...) leave "
                  f"out {left_out} corpus files that Recoll indexes; they are in neither of deskdex's counts")
     notes.append("CPU is user+sys of every process of the tree, orphans included: the benchmark becomes a child "
                  "subreaper, so processes that outlive their parent (deskdex's multiprocessing fork server "
-                 "and its converters) are reaped by it and counted through RUSAGE_CHILDREN. Peak memory is the largest sum of the "
-                 "current RSS of every process of the tree at one 0.2 s sample; the sum of every process's own "
+                 "and its converters) are reaped by it and counted through RUSAGE_CHILDREN. Peak memory is the "
+                 "largest sum of the current RSS of every process of the tree at one 0.2 s sample; the sum of "
+                 "every process's own "
                  "peak (VmHWM) is also given, but it adds up processes that never lived at the same time "
                  "(Recoll restarts its filter processes)")
     r["notes"] = notes

@@ -19,7 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from converters import Source, convert, default_registry  # noqa: E402
 from converters.detect import detect  # noqa: E402
 
-FORMATS = {"text/plain", "text/html", "application/xhtml+xml", "text/markdown", "text/x-rst", "text/x-source", "text/csv", "text/tab-separated-values",
+FORMATS = {"text/plain", "text/html", "application/xhtml+xml", "text/markdown", "text/x-rst", "text/x-source",
+           "text/csv", "text/tab-separated-values",
            "application/json", "application/xml", "message/rfc822", "application/mbox", "application/zip",
            "application/x-tar", "application/gzip", "application/x-bzip2", "application/x-xz",
            "application/warc", "application/x-trec"}

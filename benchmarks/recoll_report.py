@@ -89,7 +89,10 @@ def markdown(r: dict[str, Any]) -> str:
     out.append("\n## Documents per format (top-level files: indexed ok / failed)\n")
     out.append("| format | deskdex ok | deskdex failed | Recoll ok | Recoll failed |\n|---|---:|---:|---:|---:|")
     fd, fr = r["deskdex"]["per_format"], r["recoll"]["per_format"]
-    for fmt in sorted(set(fd) | set(fr), key=lambda f: -(fd.get(f, {}).get("ok", 0) + fr.get(f, {}).get("ok", 0))):
+    # Ties by name: a set's order changes with the hash seed, and a report written again from the
+    # same JSON should not differ from the first.
+    for fmt in sorted(set(fd) | set(fr),
+                      key=lambda f: (-(fd.get(f, {}).get("ok", 0) + fr.get(f, {}).get("ok", 0)), f)):
         a, b = fd.get(fmt, {}), fr.get(fmt, {})
         out.append(f"| {fmt} | {a.get('ok', 0)} | {a.get('failed', 0)} | {b.get('ok', 0)} | {b.get('failed', 0)} |")
     out.append("\n## Search time by kind of query (median, s; deskdex through its daemon)\n\n"
