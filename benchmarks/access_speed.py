@@ -20,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from index.access import AccessChecker, Principal  # noqa: E402
+from deskdex.index.access import AccessChecker, Principal  # noqa: E402
 
 
 def main() -> None:

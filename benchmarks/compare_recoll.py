@@ -30,7 +30,7 @@ import recoll_report  # noqa: E402
 import recoll_steps as steps  # noqa: E402
 from recoll_tools import ROOT, Deskdex, Recoll  # noqa: E402
 
-from daemon.scan import Excluder, walk  # noqa: E402
+from deskdex.pipeline.scan import Excluder, walk  # noqa: E402
 
 
 def ensure_prerequisites(corpus: Path) -> None:

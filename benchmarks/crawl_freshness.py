@@ -14,7 +14,7 @@ import random
 import statistics
 from typing import Sequence
 
-from webcrawl.freshness import estimate_rate, optimal_intervals
+from deskdex.webcrawl.freshness import estimate_rate, optimal_intervals
 
 
 def observe(rate: float, interval: float, visits: int, rng: random.Random) -> list[bool]:

@@ -22,10 +22,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 from webcrawl_site import SiteServer  # noqa: E402
 
-from webcrawl.crawler import CrawlSettings, crawl  # noqa: E402
-from webcrawl.fetch import FetchSettings  # noqa: E402
-from webcrawl.frontier import Limits  # noqa: E402
-from webcrawl.sink import FetchedPage, KnownPage  # noqa: E402
+from deskdex.webcrawl.crawler import CrawlSettings, crawl  # noqa: E402
+from deskdex.webcrawl.fetch import FetchSettings  # noqa: E402
+from deskdex.webcrawl.frontier import Limits  # noqa: E402
+from deskdex.webcrawl.sink import FetchedPage, KnownPage  # noqa: E402
 
 SCRAPY_SPIDER = r'''
 import json, sys, time

@@ -32,7 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from daemon.client import NotRunning, call  # noqa: E402
+from deskdex.clients.client import call
+from deskdex.errors import DaemonUnavailable  # noqa: E402
 from recoll_proc import TICK, tree as tree_pids, tree_cpu  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -90,7 +91,7 @@ def wait_status(sock: str, cond, timeout: float) -> dict:
             st = call(sock, "status", timeout=30)
             if cond(st):
                 return st
-        except NotRunning:
+        except DaemonUnavailable:
             pass
         time.sleep(0.2)
     raise SystemExit("timed out waiting for the daemon")
@@ -134,7 +135,7 @@ def main() -> None:
     env = dict(os.environ, DESKDEX_HOME=str(home))
     sock = str(home / "run" / "deskdex.sock")
     log = open(base / "daemon.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "daemon.cli", "daemon"], cwd=ROOT, env=env, stdout=log,
+    proc = subprocess.Popen([sys.executable, "-m", "deskdex", "daemon"], cwd=ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT)
     peak = [0]
     sampling = threading.Event()

@@ -28,10 +28,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from converters.convert import convert  # noqa: E402
-from converters.source import Source, path_to_uri  # noqa: E402
-from index import fingerprints as fpr  # noqa: E402
-from index.simhash import simhash  # noqa: E402
+from deskdex.converters.convert import convert  # noqa: E402
+from deskdex.converters.source import Source, path_to_uri  # noqa: E402
+from deskdex.index import fingerprints as fpr  # noqa: E402
+from deskdex.index.simhash import simhash  # noqa: E402
 
 CORPUS = "/tmp/corpora/mixed/deb"
 SETTINGS = [(k, s) for k in (3, 4, 6, 8, 10) for s in (0.0, 0.3, 0.5, 0.7)]

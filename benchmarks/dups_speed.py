@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from index.neardup import MemoryTables, SqliteTables, table_masks  # noqa: E402
+from deskdex.index.neardup import MemoryTables, SqliteTables, table_masks  # noqa: E402
 
 
 def planted(n: int, k: int, seed: int = 1) -> tuple[np.ndarray, set[tuple[int, int]]]:

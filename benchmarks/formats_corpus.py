@@ -15,9 +15,9 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from converters.isolation import WorkerPool
-from converters.limits import Limits
-from converters.source import Source
+from deskdex.converters.isolation import WorkerPool
+from deskdex.converters.limits import Limits
+from deskdex.converters.source import Source
 
 FORMATS = ("pdf", "docx", "odt", "ott", "ods", "ots", "odp", "otp", "odg", "otg", "fodt", "rtf",
            "pptx", "pptm", "xlsx", "xlsm", "epub")

@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from converters import Source, convert, default_registry  # noqa: E402
-from converters.detect import detect  # noqa: E402
+from deskdex.converters import Source, convert, default_registry  # noqa: E402
+from deskdex.converters.detect import detect  # noqa: E402
 
 FORMATS = {"text/plain", "text/html", "application/xhtml+xml", "text/markdown", "text/x-rst", "text/x-source",
            "text/csv", "text/tab-separated-values",

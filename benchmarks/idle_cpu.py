@@ -20,10 +20,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from daemon.client import call  # noqa: E402
-from daemon.coalesce import Changed  # noqa: E402
-from daemon.server import Server  # noqa: E402
-from daemon.watch import Watcher  # noqa: E402
+from deskdex.clients.client import call  # noqa: E402
+from deskdex.pipeline.coalesce import Changed  # noqa: E402
+from deskdex.daemon.server import Server  # noqa: E402
+from deskdex.pipeline.watch import Watcher  # noqa: E402
 
 
 def switches() -> int:

@@ -26,7 +26,7 @@ QUERIES = ["debian package", "spreadsheet", '"regular expression"', "unicode enc
 
 
 def deskdex(home: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "daemon.cli", "--home", home, *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "deskdex", "--home", home, *args], capture_output=True,
                           text=True, cwd=ROOT, check=True)
 
 

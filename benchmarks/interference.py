@@ -27,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from daemon.client import NotRunning, call  # noqa: E402
+from deskdex.clients.client import call
+from deskdex.errors import DaemonUnavailable  # noqa: E402
 
 
 def spin(seconds: float, out: "mp.Queue[int]") -> None:
@@ -62,7 +63,7 @@ def main() -> None:
     (home / "config" / "config.toml").write_text(f'folders = ["{args.corpus}"]\n')
     env = dict(os.environ, DESKDEX_HOME=str(home))
     log = open(home / "daemon.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "daemon.cli", "daemon"], cwd=ROOT, env=env, stdout=log,
+    proc = subprocess.Popen([sys.executable, "-m", "deskdex", "daemon"], cwd=ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT)
     sock = str(home / "run" / "deskdex.sock")
     while True:  # until the daemon is converting, not just starting
@@ -70,7 +71,7 @@ def main() -> None:
             st = call(sock, "status", timeout=10)
             if st["state"] == "indexing" and st.get("current"):
                 break
-        except NotRunning:
+        except DaemonUnavailable:
             pass
         time.sleep(0.2)
     docs0 = call(sock, "status")["converted"]

@@ -23,8 +23,8 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from converters.content import WORD  # noqa: E402
-from converters.html import from_text  # noqa: E402
+from deskdex.converters.content import WORD  # noqa: E402
+from deskdex.converters.html import from_text  # noqa: E402
 import labelled_pages  # noqa: E402
 
 

@@ -12,16 +12,16 @@ import signal
 import sys
 import threading
 
-from daemon import config
-from daemon.daemon import Daemon
-from daemon.paths import Home
+from deskdex import settings
+from deskdex.daemon.loop import Daemon
+from deskdex.paths import Home
 
 logger = logging.getLogger(__name__)
 
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    d = Daemon(config.load(Home.resolve(sys.argv[1]).ensure()))
+    d = Daemon(settings.load(Home.resolve(sys.argv[1]).ensure()))
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=d.stop).start())
     try:
         d.run()

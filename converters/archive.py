@@ -25,7 +25,7 @@ from typing import IO, Iterator
 
 from .convert import current_limits
 from .document import Document
-from .errors import ConversionError, CorruptFile, HostileInput, LimitExceeded, SizeLimit
+from deskdex.errors import ConversionError, CorruptFile, HostileInput, LimitExceeded, SizeLimit
 from .limits import Limits
 from .registry import Member
 from .source import Source

@@ -10,7 +10,7 @@ from typing import Any
 
 from .detect import OCTET, detect, sniff
 from .document import Document
-from .errors import (ConversionError, CorruptFile, HostileInput, LimitExceeded, NotConfigured, SizeLimit,
+from deskdex.errors import (ConversionError, CorruptFile, HostileInput, LimitExceeded, NotConfigured, SizeLimit,
                      UnsupportedFormat)
 from .limits import Limits
 from .registry import Member, Registry, default_registry

@@ -18,7 +18,7 @@ from urllib.parse import unquote
 from lxml import etree
 
 from .document import Document
-from .errors import CorruptFile, Encrypted
+from deskdex.errors import CorruptFile, Encrypted
 from .html import from_text
 from .source import Source
 from .textcodec import decode

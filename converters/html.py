@@ -15,7 +15,7 @@ from lxml import etree
 
 from . import content
 from .document import Block, Document, Inline
-from .errors import CorruptFile
+from deskdex.errors import CorruptFile
 from .source import Source
 from .textcodec import decode
 

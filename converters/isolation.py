@@ -119,6 +119,10 @@ class WorkerPool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def pids(self) -> list[int]:
+        """The worker processes running now (their CPU time is counted in ``deskdex status``)."""
+        return [w.process.pid for w in self._workers if w.process.pid is not None]
+
     def _spawn(self) -> _Worker:
         parent, child = _CTX.Pipe()
         p = _CTX.Process(target=_worker_main, args=(child, self.limits, self.idle, self.overrides, self.enrich), daemon=True,

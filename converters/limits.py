@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from deskdex.settings import Config
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,3 +19,9 @@ class Limits:
     members: int = 20_000  # members of one container
     member_bytes: int = 128 * 1024 * 1024  # one uncompressed member
     expansion_ratio: int = 200  # uncompressed/compressed above which a member is a bomb
+
+    @classmethod
+    def from_settings(cls, cfg: Config) -> Limits:
+        """The limits the settings ``time_limit``, ``memory_limit_mb`` and ``max_file_mb`` ask for."""
+        return cls(time_seconds=float(cfg["time_limit"]), memory_bytes=int(cfg["memory_limit_mb"]) * 2**20,
+                   file_bytes=int(cfg["max_file_mb"]) * 2**20)

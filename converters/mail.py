@@ -19,7 +19,7 @@ from email.parser import BytesParser
 from typing import Iterator
 
 from .document import Document
-from .errors import CorruptFile
+from deskdex.errors import CorruptFile
 from .html import from_text
 from .registry import Member
 from .source import Source

@@ -20,7 +20,7 @@ from lxml import etree
 
 from .detect import extension, looks_like_text
 from .document import Block, Document, Inline
-from .errors import CorruptFile, HostileInput
+from deskdex.errors import CorruptFile, HostileInput
 from .registry import SOURCE_LANGUAGES
 from .source import Source
 from .textcodec import decode

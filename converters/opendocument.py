@@ -16,7 +16,7 @@ from typing import Iterator
 from lxml import etree
 
 from .document import Block, Document, Inline
-from .errors import CorruptFile, HostileInput
+from deskdex.errors import CorruptFile, HostileInput
 from .source import Source
 from .zipcheck import open_zip, read_member
 

@@ -18,7 +18,7 @@ import re
 from collections import Counter
 
 from .document import Document
-from .errors import CorruptFile, Encrypted, HostileInput
+from deskdex.errors import CorruptFile, Encrypted, HostileInput
 from .pdf_text import META_KEYS, paragraphs, pdf_date
 from .source import Source
 

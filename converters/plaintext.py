@@ -6,7 +6,7 @@ import re
 
 from .detect import looks_like_text
 from .document import Document
-from .errors import CorruptFile
+from deskdex.errors import CorruptFile
 from .source import Source
 from .textcodec import decode
 

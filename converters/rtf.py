@@ -14,7 +14,7 @@ import logging
 import re
 
 from .document import Document
-from .errors import CorruptFile
+from deskdex.errors import CorruptFile
 from .source import Source
 
 logger = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ import warnings
 import zipfile
 
 from .document import Document
-from .errors import CorruptFile
+from deskdex.errors import CorruptFile
 from .slides import core_properties
 from .source import Source
 from .zipcheck import open_zip

@@ -14,7 +14,7 @@ import warnings
 import zipfile
 
 from .document import Block, Document, Inline
-from .errors import CorruptFile
+from deskdex.errors import CorruptFile
 from .source import Source
 from .zipcheck import open_zip
 

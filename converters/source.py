@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
-from .errors import SizeLimit, UnreadableFile
+from deskdex.errors import SizeLimit, UnreadableFile
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from xml.sax.saxutils import escape, quoteattr
 from lxml import etree
 
 from .document import BLOCK_KINDS, Block, Document, Inline, clean
-from .errors import CorruptFile
+from deskdex.errors import CorruptFile
 
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True, remove_blank_text=False)
 

@@ -7,7 +7,7 @@ import re
 import zipfile
 
 from .document import Block, Document, Inline
-from .errors import CorruptFile
+from deskdex.errors import CorruptFile
 from .source import Source
 
 _HEADING = re.compile(r"^(?:heading|überschrift|titre|título|titolo)\s*(\d)", re.I)

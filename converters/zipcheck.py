@@ -10,7 +10,7 @@ import io
 import logging
 import zipfile
 
-from .errors import CorruptFile, Encrypted, HostileInput, SizeLimit
+from deskdex.errors import CorruptFile, Encrypted, HostileInput, SizeLimit
 from .limits import Limits
 
 logger = logging.getLogger(__name__)

@@ -14,9 +14,10 @@ import logging
 import os
 import pwd
 from dataclasses import dataclass
-from typing import Iterable
+import threading
+from typing import Any, Callable, Iterable
 
-from index.access import Principal
+from deskdex.index.access import AccessChecker, Principal
 
 logger = logging.getLogger(__name__)
 
@@ -105,3 +106,65 @@ def stamp() -> tuple[int, ...]:
 
 def homes(accounts: Iterable[Account]) -> list[str]:
     return sorted({os.path.abspath(a.home) for a in accounts if os.path.isdir(a.home)})
+
+
+class AccountWatcher:
+    """Enterprise mode: the accounts whose homes are indexed, looked at again whenever /etc/passwd
+    or /etc/group change (``on_change`` is called from watchdog's thread; the daemon then calls
+    ``reload`` from its own)."""
+
+    def __init__(self, names: Iterable[str], on_change: Callable[[], None]) -> None:
+        self.names = list(names)
+        self.on_change = on_change
+        self.accounts: list[Account] = []
+        self._stamp: tuple[int, ...] = ()
+        self._observer: Any = None
+        self._read()
+
+    def _read(self) -> None:
+        self._stamp = stamp()
+        self.accounts = load(self.names)
+        logger.info("accounts: %s", ", ".join(f"{a.name} ({a.uid})" for a in self.accounts) or "none")
+
+    def reload(self) -> bool:
+        """Read the accounts again if the account files changed; True when they had."""
+        if stamp() == self._stamp:
+            return False
+        self._read()
+        for delay in (1.0, 5.0):  # useradd writes /etc/passwd first, then makes the home
+            timer = threading.Timer(delay, self.on_change)
+            timer.daemon = True
+            timer.start()
+        return True
+
+    def homes(self) -> list[str]:
+        return homes(self.accounts)
+
+    def access_checker(self) -> Callable[[str], tuple[int, str] | None]:
+        """Who may read a path, for this pass: folders' permissions are remembered only within one."""
+        return AccessChecker(a.principal for a in self.accounts).owner_readers
+
+    def start(self) -> None:
+        from watchdog.events import (FileClosedEvent, FileCreatedEvent, FileModifiedEvent, FileMovedEvent,
+                                     FileSystemEvent, FileSystemEventHandler)
+        from watchdog.observers import Observer
+
+        names = {os.path.basename(p) for p in ACCOUNT_FILES}
+        on_change = self.on_change
+
+        class Handler(FileSystemEventHandler):
+            def on_any_event(self, event: FileSystemEvent) -> None:
+                paths = (os.fsdecode(event.src_path), os.fsdecode(event.dest_path or ""))
+                if any(os.path.basename(p) in names for p in paths):
+                    on_change()
+
+        self._observer = Observer()
+        self._observer.schedule(Handler(), os.path.dirname(ACCOUNT_FILES[0]), recursive=False,
+                                event_filter=[FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileMovedEvent])
+        self._observer.start()
+
+    def stop(self) -> None:
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join()
+            self._observer = None

@@ -9,13 +9,9 @@ from __future__ import annotations
 import logging
 import os
 
-from converters.errors import DeskdexError
+from deskdex.errors import AlreadyRunning
 
 logger = logging.getLogger(__name__)
-
-
-class AlreadyRunning(DeskdexError):
-    """Another daemon holds the lock of this home."""
 
 
 class InstanceLock:

@@ -1,19 +1,22 @@
-"""The daemon's local socket: one JSON object a line in, one a line out, many per connection.
+"""The daemon's local socket, speaking deskdex.protocol: one JSON object a line in, one a line out,
+many per connection.
 
-Request ``{"op": "status", ...arguments}``. Response ``{"ok": true, "result": ...}`` or
-``{"ok": false, "error": {"code": CODE, "message": TEXT}}`` where CODE is one of ``ERROR_CODES``
-or whatever a handler raises with ``RequestError``. Handlers come from the caller as a table
-``{op: handler(request) -> JSON-able result}``; each request carries the caller's uid, gid and
-pid as the kernel reports them (SO_PEERCRED), never as the client claims them.
+Handlers come from the caller as a table ``{op: handler(request) -> JSON-able result}``; each
+request carries its checked arguments and the caller's uid, gid and pid as the kernel reports them
+(SO_PEERCRED), never as the client claims them. A handler answers an error by raising any
+deskdex.errors exception: its code goes on the wire. Anything else it raises is a bug, answered
+``internal`` (the traceback goes to the log).
 
 The socket is 0600 in a 0700 folder; an enterprise-mode daemon's (``public=True``) is 0666 in a
-0755 folder, so any local user connects and the handlers filter by the caller's uid. One thread accepts (blocked in select, woken by a pipe on
-stop), one thread a connection (blocked in a read): nothing runs while nobody asks.
+0755 folder, so any local user connects: such a caller may use the protocol's public ops only
+(the others answer ``forbidden``), the handlers filter by the caller's uid, and error messages
+that could name internal paths reach such a caller as the code's meaning only. One thread
+accepts (blocked in select, woken by a pipe on stop), one thread a connection (blocked in a
+read): nothing runs while nobody asks.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import selectors
@@ -23,19 +26,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from .instance import AlreadyRunning
+from deskdex import protocol
+from deskdex.errors import AlreadyRunning, DaemonError, DeskdexError, Forbidden, TooLarge, UnknownOp
 
 logger = logging.getLogger(__name__)
 
-MAX_LINE = 1 << 20  # a request longer than this is refused: it cannot be one we understand
-
-ERROR_CODES = {
-    "bad_request": "the line is not a JSON object with a string \"op\"",
-    "too_large": "the request line is longer than the server accepts",
-    "unknown_op": "no such operation; the message lists those there are",
-    "bad_args": "an argument is missing or has the wrong type",
-    "internal": "the handler failed; the daemon's log has the traceback",
-}
+MAX_LINE = protocol.MAX_LINE
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,28 +44,8 @@ class Peer:
 @dataclass(frozen=True, slots=True)
 class Request:
     op: str
-    args: dict[str, Any] = field(default_factory=dict)
+    args: dict[str, Any] = field(default_factory=dict)  # checked against protocol.OPS, defaults filled in
     peer: Peer = Peer(None, None, None)
-
-    def arg(self, name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
-        """Argument ``name`` of type ``kind``; a missing or mistyped one answers ``bad_args``."""
-        if name not in self.args:
-            if default is ...:
-                raise RequestError("bad_args", f"{self.op}: missing argument {name!r}")
-            return default
-        value = self.args[name]
-        if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, float)):
-            raise RequestError("bad_args", f"{self.op}: {name} has the wrong type ({type(value).__name__})")
-        return value
-
-
-class RequestError(Exception):
-    """Raise in a handler to answer with an error the client can act on."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 Handler = Callable[[Request], Any]
@@ -199,7 +175,7 @@ class Server:
                     if not line:
                         return
                     if len(line) > MAX_LINE and not line.endswith(b"\n"):
-                        self._send(conn, _error("too_large", f"request longer than {MAX_LINE} bytes"))
+                        self._send(conn, protocol.error_reply(TooLarge(f"request longer than {MAX_LINE} bytes")))
                         return  # the rest of the line cannot be told from the next request
                     self._send(conn, self.answer(line, peer))
         except OSError:
@@ -210,33 +186,23 @@ class Server:
                 self._conns.discard(conn)
                 self._threads.discard(threading.current_thread())
 
-    def answer(self, line: bytes, peer: Peer) -> dict[str, Any]:
-        """The response to one request line (public so it can be tested without a socket)."""
+    def answer(self, line: bytes, peer: Peer) -> bytes:
+        """The reply line to one request line (public so it can be tested without a socket)."""
+        anyone = self.public and peer.uid != 0  # any local user, not the daemon's owner
         try:
-            msg = json.loads(line)
-        except ValueError as exc:
-            return _error("bad_request", f"not JSON: {exc}")
-        if not isinstance(msg, dict) or not isinstance(msg.get("op"), str):
-            return _error("bad_request", 'a request is a JSON object with a string "op"')
-        op = msg.pop("op")
-        handler = self.handlers.get(op)
-        if handler is None:
-            return _error("unknown_op", f"unknown op {op!r}; ops: {', '.join(sorted(self.handlers))}")
-        try:
-            result = handler(Request(op, msg, peer))
-            json.dumps(result)  # fail here, as this op's error, not later in _send
-        except RequestError as exc:
-            return _error(exc.code, exc.message)
+            op, args = protocol.parse_request(line)
+            if anyone and (not op.public or peer.uid is None):
+                raise Forbidden(f"{op.name}: only root may do this on the system daemon")
+            handler = self.handlers.get(op.name)
+            if handler is None:
+                raise UnknownOp(f"{op.name}: this daemon does not serve it")
+            return protocol.result_reply(handler(Request(op.name, args, peer)))
+        except DeskdexError as exc:
+            return protocol.error_reply(exc, anyone)
         except Exception as exc:
-            logger.exception("op %s failed", op)
-            return _error("internal", f"{type(exc).__name__}: {exc}")
-        return {"ok": True, "result": result}
+            logger.exception("request %.200r failed", line)
+            return protocol.error_reply(DaemonError(f"{type(exc).__name__}: {exc}"), anyone)
 
     @staticmethod
-    def _send(conn: socket.socket, response: dict[str, Any]) -> None:
-        conn.sendall(json.dumps(response, separators=(",", ":")).encode() + b"\n")
-
-
-def _error(code: str, message: str) -> dict[str, Any]:
-    return {"ok": False, "error": {"code": code, "message": message}}
-
+    def _send(conn: socket.socket, reply: bytes) -> None:
+        conn.sendall(reply)

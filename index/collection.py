@@ -11,18 +11,21 @@ import logging
 import os
 import shutil
 import time
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import tantivy
 
-from converters import tagged
-from converters.document import Document
-from converters.errors import IndexBusy, IndexMissing, StoreError
+from deskdex.converters import tagged
+from deskdex.converters.document import Document
+from deskdex.errors import IndexBusy, IndexMissing, StoreError
 
 from . import fulltext
 from .checksums import bytes_checksum, text_checksum
 from .duplicates import DEFAULT_K, DEFAULT_MIN_SIMILARITY, DuplicateIndex, Features
 from .store import Catalog, Row
+
+if TYPE_CHECKING:
+    from deskdex.settings import Config
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +76,12 @@ class Collection:
     def open(cls, data_dir: str, writable: bool = False, dup_k: int | None = None,
              dup_min_similarity: float | None = None) -> "Collection":
         return cls(data_dir, writable, dup_k, dup_min_similarity)
+
+    @classmethod
+    def from_settings(cls, cfg: Config, writable: bool = False) -> Collection:
+        """The collection of ``cfg``'s home, with its duplicate thresholds."""
+        return cls(cfg.home.data_dir, writable, dup_k=int(cfg["dup_k"]),
+                   dup_min_similarity=float(cfg["dup_min_similarity"]))
 
     def _lock(self) -> None:
         fd = os.open(os.path.join(self.data_dir, LOCK), os.O_CREAT | os.O_RDWR, 0o600)
@@ -241,6 +250,15 @@ class Collection:
                 self.catalog.set_cluster(d, value)
                 self.catalog.mark_pending(row.uri)
                 self._index(row, self.document(row) if row.status == "ok" else None)
+
+    def near(self, doc: Document) -> list[tuple[Row, float]]:
+        """The stored exact and near-duplicates of ``doc`` (which need not be stored itself) with
+        their similarity, most similar first. Works on a read-only collection too."""
+        dups = self.dups if self.writable else DuplicateIndex.read_only(self.catalog.db)
+        if dups is None:
+            return []
+        return [(row, similarity) for doc_id, similarity in dups.near(doc.body_text(), doc.body_text(boilerplate=True))
+                if (row := self.catalog.row_by_id(doc_id)) is not None]
 
     def duplicates_of(self, row: Row) -> list[Row]:
         """The other documents of a row's cluster."""

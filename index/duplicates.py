@@ -103,6 +103,25 @@ class DuplicateIndex:
         # ``self.rebuilt.docs``).
         self.rebuilt = self.rebuild() if row is not None and row[0] != params else ChangeSet()
 
+    @classmethod
+    def read_only(cls, conn: sqlite3.Connection) -> DuplicateIndex | None:
+        """A view for ``near`` over a read-only connection, with the thresholds the writer chose;
+        nothing is created or changed. None when nothing has been indexed yet."""
+        try:
+            meta = dict(conn.execute("SELECT key, value FROM dup_meta"))
+        except sqlite3.OperationalError:  # no duplicate tables yet
+            return None
+        if "params" not in meta or "tables" not in meta:
+            return None
+        k, min_similarity = meta["params"].split("/")
+        blocks = int(meta["tables"].split("/")[2])
+        view = cls.__new__(cls)
+        view.db = conn
+        view.k, view.min_similarity, view.min_words = int(k), float(min_similarity), MIN_WORDS
+        view.tables = SqliteTables.read_only(conn, int(k), blocks)
+        view.rebuilt = ChangeSet()
+        return view
+
     # -- one document ----------------------------------------------------------------------
     def add(self, doc_id: int, text: str = "", boilerplate: str = "", text_sum: str | None = None,
             feats: Features | None = None) -> ChangeSet:

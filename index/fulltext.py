@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 import tantivy
 
-from converters.detect import extension
-from converters.errors import IndexBusy, StoreError
+from deskdex.converters.detect import extension
+from deskdex.errors import IndexBusy, StoreError
 
 from .access import reader_terms
 
 if TYPE_CHECKING:
-    from converters.document import Document
+    from deskdex.converters.document import Document
 
     from .store import Row
 

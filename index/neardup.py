@@ -74,6 +74,13 @@ class SqliteTables:
                              (r for doc, fp in fps for r in self._rows(doc, to_unsigned(fp))))
         conn.execute("INSERT OR REPLACE INTO dup_meta VALUES('tables', ?)", (layout,))
 
+    @classmethod
+    def read_only(cls, conn: sqlite3.Connection, k: int, blocks: int) -> SqliteTables:
+        """The tables for searching over a read-only connection: nothing is created or changed."""
+        view = cls.__new__(cls)
+        view.db, view.k, view.masks = conn, k, table_masks(k, blocks)
+        return view
+
     def _rows(self, doc: int, fp: int) -> Iterator[tuple[int, int, int]]:
         for t, m in enumerate(self.masks):
             yield t, to_signed(fp & m), doc

@@ -18,7 +18,7 @@ from typing import Callable
 
 import tantivy
 
-from converters.errors import QueryError
+from deskdex.errors import QueryError
 
 from . import fulltext
 

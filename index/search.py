@@ -7,8 +7,8 @@ from typing import Any
 
 import tantivy
 
-from converters import tagged
-from converters.errors import QueryError
+from deskdex.converters import tagged
+from deskdex.errors import QueryError
 
 from . import query as query_language
 from .access import EVERYONE

@@ -17,7 +17,7 @@ from typing import Iterable, Iterator
 
 import zstandard
 
-from converters.errors import IndexMissing, StoreError
+from deskdex.errors import IndexMissing, StoreError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs(

@@ -14,6 +14,9 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# The console script as installed (make test installs the package first): tests run what users run,
+# never the checkout on sys.path.
+DESKDEX = str(Path(sys.executable).parent / "deskdex")
 CORPUS = Path(os.environ.get("DESKDEX_CORPUS", "/tmp/corpora/mixed"))
 
 
@@ -41,7 +44,7 @@ class CLI:
             timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """Run ``deskdex`` as a real process, the way a user does."""
         e = dict(os.environ, DESKDEX_HOME=str(self.home), NO_COLOR="1", **(env or {}))
-        p = subprocess.run([sys.executable, "-m", "daemon.cli", *args], capture_output=True, text=True,
+        p = subprocess.run([DESKDEX, *args], capture_output=True, text=True,
                            env=e, timeout=timeout, cwd=ROOT)
         if check and p.returncode != 0:
             raise AssertionError(f"deskdex {' '.join(args)} exited {p.returncode}\n{p.stdout}\n{p.stderr}")

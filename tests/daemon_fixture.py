@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-ROOT = Path(__file__).resolve().parent.parent
+from .conftest import DESKDEX, ROOT
 
 
 class DaemonProcess:
@@ -31,19 +31,19 @@ class DaemonProcess:
     def start(self, wait: bool = True) -> "DaemonProcess":
         env = dict(os.environ, DESKDEX_HOME=str(self.home), NO_COLOR="1")
         self._logf = open(self.log, "a")
-        self.proc = subprocess.Popen([sys.executable, "-m", "daemon.cli", "daemon", *self.args], cwd=ROOT, env=env,
+        self.proc = subprocess.Popen([DESKDEX, "daemon", *self.args], cwd=ROOT, env=env,
                                      stdout=self._logf, stderr=subprocess.STDOUT, text=True)
         if wait:
             self.wait_for(lambda st: st["state"] == "idle", timeout=120, what="the first reconcile")
         return self
 
     def call(self, op: str, **args: Any) -> Any:
-        from daemon.client import call
+        from deskdex.clients.client import call
 
         return call(self.socket, op, timeout=30, **args)
 
     def wait_for(self, cond: Callable[[dict[str, Any]], bool], timeout: float = 20.0, what: str = "") -> dict[str, Any]:
-        from daemon.client import NotRunning
+        from deskdex.errors import DaemonUnavailable
 
         deadline = time.monotonic() + timeout
         last: dict[str, Any] = {}
@@ -55,7 +55,7 @@ class DaemonProcess:
                 last = self.call("status")
                 if cond(last):
                     return last
-            except NotRunning:
+            except DaemonUnavailable:
                 pass
             time.sleep(0.1)
         raise AssertionError(f"timed out waiting for {what}; last status {last}\n{self.log.read_text()[-3000:]}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from converters import plaintext
+from deskdex.converters import plaintext
 
 
 def convert(source, mime):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import CLI, make_docx, make_pdf
+from .conftest import CLI, DESKDEX, make_docx, make_pdf
 
 
 @pytest.fixture
@@ -122,7 +122,7 @@ def test_permission_denied_is_recorded(cli: CLI, tree: Path):
             pytest.skip("running as root and no setpriv to drop CAP_DAC_OVERRIDE")
         caps = "-dac_override,-dac_read_search"
         p = subprocess.run(["setpriv", "--bounding-set", caps, "--inh-caps", caps,
-                            os.sys.executable, "-m", "daemon.cli", *args],
+                            DESKDEX, *args],
                            capture_output=True, text=True, env=dict(os.environ, DESKDEX_HOME=str(cli.home)),
                            cwd=Path(__file__).parent.parent, timeout=120)
         assert p.returncode == 0, p.stderr
@@ -221,9 +221,9 @@ def test_new_schema_rebuilds_the_index_from_the_catalog_without_converting(cli: 
 
 
 def test_file_deleted_mid_run_is_reported_and_leaves_no_ghost(tmp_path: Path, tree: Path):
-    from converters.limits import Limits
-    from daemon.pipeline import Indexer
-    from index import Collection
+    from deskdex.converters.limits import Limits
+    from deskdex.pipeline.indexer import Indexer
+    from deskdex.index import Collection
 
     with Collection.open(str(tmp_path / "data"), writable=True) as coll:
         indexer = Indexer(coll, Limits(), workers=1)
@@ -261,7 +261,7 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(cli: CLI, tree: Path)
         pid, fd = pty.fork()
         if pid == 0:
             os.chdir(Path(__file__).parent.parent)
-            os.execve(sys.executable, [sys.executable, "-m", "daemon.cli", "search", "lighthouse"], env)
+            os.execve(DESKDEX, [DESKDEX, "search", "lighthouse"], env)
         out = b""
         while True:
             try:

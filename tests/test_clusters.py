@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from index.clusters import Clusters, UnionFind
+from deskdex.index.clusters import Clusters, UnionFind
 
 
 def make(tmp_path) -> Clusters:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from converters import content
-from converters.content import PageTokens, content_span, main_text, max_subarray
-from converters.html import convert, from_text
-from converters.source import Source
+from deskdex.converters import content
+from deskdex.converters.content import PageTokens, content_span, main_text, max_subarray
+from deskdex.converters.html import convert, from_text
+from deskdex.converters.source import Source
 
 T, W = True, False  # a tag token, a word token
 
@@ -104,7 +104,7 @@ def test_dom_keeps_a_page_without_running_text() -> None:
 
 
 def test_token_method_only_counts_words_of_its_own_blocks() -> None:
-    from converters.document import Block, Document
+    from deskdex.converters.document import Block, Document
     doc = Document(uri="file:///x", blocks=[Block.of("p", "a b"), Block.of("p", "c d e")])
     tokens = PageTokens()
     tokens.tags(3)

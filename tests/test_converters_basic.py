@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from converters import Source, convert
-from converters.detect import sniff
+from deskdex.converters import Source, convert
+from deskdex.converters.detect import sniff
 
 from .conftest import make_docx, make_pdf
 

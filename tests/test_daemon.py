@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import DESKDEX, ROOT
 from .daemon_fixture import DaemonProcess
 
 
@@ -72,7 +72,7 @@ def test_pause_resume_watch_and_exclude(daemon: DaemonProcess, docs: Path, tmp_p
     env = dict(os.environ, DESKDEX_HOME=str(daemon.home))
 
     def cli(*args: str) -> str:
-        p = subprocess.run([sys.executable, "-m", "daemon.cli", *args], cwd=ROOT, env=env, capture_output=True,
+        p = subprocess.run([DESKDEX, *args], cwd=ROOT, env=env, capture_output=True,
                            text=True, timeout=60)
         assert p.returncode == 0, p.stderr
         return p.stdout
@@ -108,25 +108,25 @@ def test_pause_resume_watch_and_exclude(daemon: DaemonProcess, docs: Path, tmp_p
 
 def test_cli_searches_through_the_daemon_and_status_json(daemon: DaemonProcess, docs: Path):
     env = dict(os.environ, DESKDEX_HOME=str(daemon.home))
-    p = subprocess.run([sys.executable, "-m", "daemon.cli", "search", "apples", "--json"], cwd=ROOT, env=env,
+    p = subprocess.run([DESKDEX, "search", "apples", "--json"], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and '"notes.txt"' not in p.stderr
     import json
 
     res = json.loads(p.stdout)
     assert [h["path"] for h in res["hits"]] == [str(docs / "notes.txt")] and res["total"] == 1
-    st = json.loads(subprocess.run([sys.executable, "-m", "daemon.cli", "status", "--json"], cwd=ROOT, env=env,
+    st = json.loads(subprocess.run([DESKDEX, "status", "--json"], cwd=ROOT, env=env,
                                    capture_output=True, text=True, timeout=60).stdout)
     assert st["daemon"] is True and st["state"] in ("idle", "indexing", "scanning", "paused")
     assert isinstance(st["queue"], int) and st["documents"] == 2 and st["cpu_seconds"] >= 0
-    bad = subprocess.run([sys.executable, "-m", "daemon.cli", "search", "(apples"], cwd=ROOT, env=env,
+    bad = subprocess.run([DESKDEX, "search", "(apples"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1 and "never closed" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_second_daemon_on_the_same_home_says_so(daemon: DaemonProcess):
     env = dict(os.environ, DESKDEX_HOME=str(daemon.home))
-    p = subprocess.run([sys.executable, "-m", "daemon.cli", "daemon"], cwd=ROOT, env=env, capture_output=True,
+    p = subprocess.run([DESKDEX, "daemon"], cwd=ROOT, env=env, capture_output=True,
                        text=True, timeout=60)
     assert p.returncode != 0 and "already runs" in p.stderr and "Traceback" not in p.stderr
 

@@ -7,8 +7,8 @@ import sqlite3
 
 import pytest
 
-from index.checksums import text_checksum
-from index.duplicates import DuplicateIndex
+from deskdex.index.checksums import text_checksum
+from deskdex.index.duplicates import DuplicateIndex
 
 VOCAB = [f"{a}{b}" for a in ("ka", "lo", "mi", "ne", "su", "ta", "ve", "zo", "pa", "ri")
          for b in ("ran", "del", "mos", "tik", "bor", "fen", "gul", "hap", "jor", "wex", "yil", "cos")]

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from converters import Source, convert
-from converters.convert import Outcome
-from converters.errors import Encrypted
-from converters.tagged import dumps, loads
-from converters.zipcheck import read_member
+from deskdex.converters import Source, convert
+from deskdex.converters.convert import Outcome
+from deskdex.errors import Encrypted
+from deskdex.converters.tagged import dumps, loads
+from deskdex.converters.zipcheck import read_member
 
 from .conftest import need_corpus
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from converters import opendocument, pdf, rtf
-from converters.convert import convert
-from converters.document import Document
-from converters.errors import CorruptFile, Encrypted, HostileInput, SizeLimit
-from converters.limits import Limits
-from converters.registry import default_registry
-from converters.source import Source
-from converters.zipcheck import open_zip
+from deskdex.converters import opendocument, pdf, rtf
+from deskdex.converters.convert import convert
+from deskdex.converters.document import Document
+from deskdex.errors import CorruptFile, Encrypted, HostileInput, SizeLimit
+from deskdex.converters.limits import Limits
+from deskdex.converters.registry import default_registry
+from deskdex.converters.source import Source
+from deskdex.converters.zipcheck import open_zip
 
 CORPUS = Path("/tmp/corpora/mixed")
 
@@ -316,10 +316,10 @@ def test_epub_with_drm_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("ext,module", [
-    ("pdf", "converters.pdf"), ("odt", "converters.opendocument"), ("ott", "converters.opendocument"),
-    ("ods", "converters.opendocument"), ("odp", "converters.opendocument"), ("fodt", "converters.opendocument"),
-    ("rtf", "converters.rtf"), ("pptx", "converters.slides"), ("xlsx", "converters.sheets"),
-    ("xlsm", "converters.sheets"), ("epub", "converters.epub")])
+    ("pdf", "deskdex.converters.pdf"), ("odt", "deskdex.converters.opendocument"), ("ott", "deskdex.converters.opendocument"),
+    ("ods", "deskdex.converters.opendocument"), ("odp", "deskdex.converters.opendocument"), ("fodt", "deskdex.converters.opendocument"),
+    ("rtf", "deskdex.converters.rtf"), ("pptx", "deskdex.converters.slides"), ("xlsx", "deskdex.converters.sheets"),
+    ("xlsm", "deskdex.converters.sheets"), ("epub", "deskdex.converters.epub")])
 def test_registered(ext: str, module: str) -> None:
     reg = default_registry()
     mime = reg.mime_for_extension(ext)

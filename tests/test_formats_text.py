@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from converters import Source, convert
-from converters.document import Document
-from converters.tagged import dumps, loads
+from deskdex.converters import Source, convert
+from deskdex.converters.document import Document
+from deskdex.converters.tagged import dumps, loads
 
 from .conftest import need_corpus
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from converters import Limits, Source, convert
-from converters.convert import Outcome
-from converters.isolation import WorkerPool
+from deskdex.converters import Limits, Source, convert
+from deskdex.converters.convert import Outcome
+from deskdex.converters.isolation import WorkerPool
 
 SMALL = Limits(member_bytes=8 * 2**20, time_seconds=20.0)
 

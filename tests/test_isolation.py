@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from converters import Limits, Source
-from converters.isolation import WorkerPool
+from deskdex.converters import Limits, Source
+from deskdex.converters.isolation import WorkerPool
 
 
 def test_loop_crash_and_memory_hog_are_recorded_and_the_rest_converts(tmp_path: Path):

@@ -7,7 +7,7 @@ import sqlite3
 import numpy as np
 import pytest
 
-from index.neardup import MemoryTables, SqliteTables, table_masks
+from deskdex.index.neardup import MemoryTables, SqliteTables, table_masks
 
 K = 3
 

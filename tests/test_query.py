@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from converters import Block, Document
-from converters.errors import QueryError
-from index import Collection, Row, search
+from deskdex.converters import Block, Document
+from deskdex.errors import QueryError
+from deskdex.index import Collection, Row, search
 
 DAY = 86400
 NOW = time.time()

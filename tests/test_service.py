@@ -12,8 +12,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from daemon import service
-from daemon.power import on_battery
+from deskdex.clients import service
+from deskdex.daemon.power import on_battery
 
 HOME_WITH_SPACE = "/tmp/my home/deskdex"
 

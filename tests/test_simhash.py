@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from index.simhash import MIN_WORDS, content_words, distance, simhash, simhash_of_counts, to_signed, to_unsigned, word_hash
+from deskdex.index.simhash import MIN_WORDS, content_words, distance, simhash, simhash_of_counts, to_signed, to_unsigned, word_hash
 
 
 def text(n: int, seed: int) -> str:

@@ -1,5 +1,5 @@
-from converters import Block, Document, Inline
-from converters import tagged
+from deskdex.converters import Block, Document, Inline
+from deskdex.converters import tagged
 
 
 def sample() -> Document:

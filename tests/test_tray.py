@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from daemon.paths import Home
+from deskdex.paths import Home
 
 from .conftest import ROOT
 
@@ -103,7 +103,7 @@ def daemon(home: Path) -> Iterator[FakeDaemon]:
 
 @pytest.fixture
 def tray(qapp: Any, daemon: FakeDaemon) -> Iterator[Any]:
-    from daemon.tray.app import TrayApp
+    from deskdex.clients.tray.app import TrayApp
 
     t = TrayApp(daemon.socket, poll_ms=150)
     t.start()
@@ -183,7 +183,7 @@ def test_search_as_you_type(tray: Any, daemon: FakeDaemon) -> None:
     assert shown[0].endswith("2 near-duplicates")
     assert shown[1].startswith("Budget meeting notes") and "cop" not in shown[1]
     assert w.info.text() == "2 results"
-    from daemon.tray.search_window import HTML_ROLE
+    from deskdex.clients.tray.search_window import HTML_ROLE
 
     assert "<b>budget</b>" in w.results.topLevelItem(0).data(0, HTML_ROLE)
 
@@ -220,7 +220,7 @@ def test_pause_and_resume_from_the_menu(tray: Any, daemon: FakeDaemon) -> None:
 
 
 def test_no_daemon_shows_the_error(qapp: Any, tmp_path: Path) -> None:
-    from daemon.tray.app import TrayApp
+    from deskdex.clients.tray.app import TrayApp
 
     t = TrayApp(str(tmp_path / "nothing.sock"), poll_ms=100)
     t.start()
@@ -267,7 +267,7 @@ def test_add_a_folder_through_the_picker(tray: Any, daemon: FakeDaemon, tmp_path
 def test_tray_process_runs_until_terminated(xvfb: str, daemon: FakeDaemon, home: Path) -> None:
     """`deskdex tray` as a real process: with no tray host it shows the search window and polls the daemon."""
     env = dict(os.environ, DESKDEX_HOME=str(home))
-    proc = subprocess.Popen([sys.executable, "-m", "daemon.tray"], cwd=ROOT, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "deskdex.clients.tray"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 15
@@ -284,7 +284,7 @@ def test_tray_process_runs_until_terminated(xvfb: str, daemon: FakeDaemon, home:
 
 
 def test_missing_extra_says_how_to_install(home: Path) -> None:
-    code = "import sys; sys.modules['PySide6'] = None\nfrom daemon.tray.__main__ import main\nsys.exit(main([]))"
+    code = "import sys; sys.modules['PySide6'] = None\nfrom deskdex.clients.tray.__main__ import main\nsys.exit(main([]))"
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30,
                        env=dict(os.environ, DESKDEX_HOME=str(home)))
     assert p.returncode == 1
@@ -293,8 +293,8 @@ def test_missing_extra_says_how_to_install(home: Path) -> None:
 
 def test_autostart_entry(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                          capsys: pytest.CaptureFixture[str]) -> None:
-    from daemon.tray import autostart
-    from daemon.tray.__main__ import main
+    from deskdex.clients.tray import autostart
+    from deskdex.clients.tray.__main__ import main
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "my config"))
     assert main(["--install-autostart", "--home", str(home)]) == 0
@@ -314,7 +314,7 @@ def test_autostart_entry(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_icons_show_the_state(qapp: Any) -> None:
-    from daemon.tray import icons
+    from deskdex.clients.tray import icons
 
     def pixels(state: str, progress: float | None = None) -> list[int]:
         img = icons.draw(state, progress, 32).toImage()
@@ -329,7 +329,7 @@ def test_icons_show_the_state(qapp: Any) -> None:
 
 def test_snippet_highlight_is_escaped() -> None:
     need_qt()
-    from daemon.tray.search_window import snippet_html
+    from deskdex.clients.tray.search_window import snippet_html
 
     assert snippet_html("a <b> budget & more", [[6, 12], [8, 10]]) == "a &lt;b&gt; <b>budget</b> &amp; more"
 
@@ -338,7 +338,7 @@ def test_search_window_against_the_real_daemon(qapp: Any, tmp_path: Path) -> Non
     """The tray with a real `deskdex daemon` (not the stand-in): type, see real results and duplicates."""
     from PySide6.QtTest import QTest
 
-    from daemon.tray.app import TrayApp
+    from deskdex.clients.tray.app import TrayApp
 
     from .daemon_fixture import DaemonProcess
 
@@ -374,7 +374,7 @@ def test_search_window_against_the_real_daemon(qapp: Any, tmp_path: Path) -> Non
 
 def test_add_a_folder_with_the_real_daemon(qapp: Any, tmp_path: Path) -> None:
     """Adding a folder through the tray's picker makes a real daemon index it: search finds its file."""
-    from daemon.tray.app import TrayApp
+    from deskdex.clients.tray.app import TrayApp
 
     from .daemon_fixture import DaemonProcess
 

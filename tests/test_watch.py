@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from daemon.coalesce import Changed, Coalescer, Deleted, Moved, Rescan
-from daemon.ignore import Rules
-from daemon.watch import Watcher
+from deskdex.pipeline.coalesce import Changed, Coalescer, Deleted, Moved, Rescan
+from deskdex.pipeline.ignore import Rules
+from deskdex.pipeline.watch import Watcher
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify tests need Linux")
 
@@ -221,7 +221,7 @@ def test_no_wakeups_while_idle(watching):
 
 WATCH_CHILD = textwrap.dedent("""
     import json, sys, time
-    from daemon.watch import Watcher
+    from deskdex.pipeline.watch import Watcher
     def sink(batch):
         for r in batch:
             print(json.dumps([type(r).__name__, *r.__dict__.values()] if hasattr(r, "__dict__")

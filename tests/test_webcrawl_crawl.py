@@ -11,10 +11,10 @@ import itertools
 
 import pytest
 
-from webcrawl.crawler import CrawlSettings, crawl
-from webcrawl.fetch import FetchSettings
-from webcrawl.frontier import Limits
-from webcrawl.sink import MemorySink
+from deskdex.webcrawl.crawler import CrawlSettings, crawl
+from deskdex.webcrawl.fetch import FetchSettings
+from deskdex.webcrawl.frontier import Limits
+from deskdex.webcrawl.sink import MemorySink
 from webcrawl_site import SiteServer
 
 DELAY = 0.05

@@ -11,12 +11,12 @@ import argparse
 import json
 import tomllib
 
-from webcrawl import config as crawlconfig
-from webcrawl.cli import CrawlEnv, add_commands
-from webcrawl.crawler import CrawlSettings, crawl
-from webcrawl.fetch import FetchSettings
-from webcrawl.focus import TopicClassifier
-from webcrawl.sink import MemorySink
+from deskdex.webcrawl import config as crawlconfig
+from deskdex.webcrawl.cli import CrawlEnv, add_commands
+from deskdex.webcrawl.crawler import CrawlSettings, crawl
+from deskdex.webcrawl.fetch import FetchSettings
+from deskdex.webcrawl.focus import TopicClassifier
+from deskdex.webcrawl.sink import MemorySink
 from webcrawl_site import TOPIC_WORDS, SiteServer
 
 FETCH = FetchSettings(timeout=2.0, allow_private=True)

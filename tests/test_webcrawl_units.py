@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from webcrawl import feeds, sitemaps
-from webcrawl.focus import TopicClassifier
-from webcrawl.freshness import estimate_rate, expected_age, mean_age, optimal_intervals
-from webcrawl.urls import in_scope, is_public_address, normalise, shard_of
+from deskdex.webcrawl import feeds, sitemaps
+from deskdex.webcrawl.focus import TopicClassifier
+from deskdex.webcrawl.freshness import estimate_rate, expected_age, mean_age, optimal_intervals
+from deskdex.webcrawl.urls import in_scope, is_public_address, normalise, shard_of
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 

@@ -105,8 +105,8 @@ def _crawl(args: argparse.Namespace, urls: list[str], env: CrawlEnv, sink: "Page
     if args.topic:
         topic = TopicClassifier.from_words(args.topic)
     elif args.topic_from:
-        from converters.convert import convert
-        from converters.source import Source
+        from deskdex.converters.convert import convert
+        from deskdex.converters.source import Source
 
         texts = [o.document.text() for f in args.topic_from for o in convert(Source.from_path(f)) if o.document]
         topic = TopicClassifier.from_documents(texts)

@@ -13,21 +13,16 @@ Other tables and keys in the file are kept as they are when sites are added or r
 
 from __future__ import annotations
 
-import os
-import tomllib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import tomli_w
-
-from converters.errors import ConfigError
+from deskdex import settings
+from deskdex.errors import ConfigError
 
 from .urls import normalise
 
-DEFAULTS: dict[str, Any] = {"contact": "https://github.com/deskdex/deskdex", "delay": 1.0,
-                            "allow_private_addresses": False, "max_pages": 1000, "max_depth": 5,
-                            "timeout": 10.0, "max_mb": 10, "revisit_budget_per_day": 1000.0}
 SCOPES = ("host", "domain", "prefix")
+PREFIX = "crawl."
 
 
 @dataclass
@@ -41,7 +36,10 @@ class CrawlSite:
 
 @dataclass
 class CrawlConfig:
-    values: dict[str, Any] = field(default_factory=lambda: dict(DEFAULTS))
+    """The ``[crawl]`` settings (``cfg["delay"]``) and the configured sites."""
+
+    values: dict[str, Any] = field(default_factory=lambda: {s.key: s.default for s in settings.SETTINGS
+                                                            if s.table == "crawl" and s.key != "sites"})
     sites: list[CrawlSite] = field(default_factory=list)
 
     def __getitem__(self, key: str) -> Any:
@@ -52,28 +50,11 @@ class CrawlConfig:
         return f"deskdex-crawler/0.1 (+{self['contact']})"
 
 
-def _read(path: str) -> dict[str, Any]:
-    if not os.path.exists(path):
-        return {}
-    try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
-
-
 def load(path: str) -> CrawlConfig:
-    table = dict(_read(path).get("crawl", {}))
-    raw_sites = table.pop("sites", [])
-    unknown = set(table) - set(DEFAULTS)
-    if unknown:
-        raise ConfigError(f"{path}: unknown [crawl] setting(s): {', '.join(sorted(unknown))}")
-    values = {**DEFAULTS, **table}
-    for k, v in table.items():
-        if not isinstance(v, type(DEFAULTS[k])) and not (isinstance(v, int) and isinstance(DEFAULTS[k], float)):
-            raise ConfigError(f"{path}: crawl.{k} must be a {type(DEFAULTS[k]).__name__}, not {v!r}")
+    """The ``[crawl]`` table of the config file at ``path``, checked by the one settings table."""
+    values = {k[len(PREFIX):]: v for k, v in settings.read(path).items() if k.startswith(PREFIX)}
     sites = []
-    for s in raw_sites:
+    for s in values.pop("sites"):
         try:
             site = CrawlSite(**s)
         except TypeError as exc:
@@ -85,15 +66,7 @@ def load(path: str) -> CrawlConfig:
 
 
 def _write_sites(path: str, sites: list[CrawlSite]) -> None:
-    data = _read(path)
-    crawl = data.setdefault("crawl", {})
-    crawl["sites"] = [{k: v for k, v in asdict(s).items() if v is not None} for s in sites]
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        tomli_w.dump(data, f)
-    os.replace(tmp, path)
-
+    settings.save_file(path, {"crawl.sites": [{k: v for k, v in asdict(s).items() if v is not None} for s in sites]})
 
 def add_site(path: str, site: CrawlSite) -> bool:
     """Add (or replace) the crawl of ``site.url``; False if the URL is not crawlable."""

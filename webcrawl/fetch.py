@@ -20,6 +20,8 @@ from typing import Any
 import httpcore
 import httpx
 
+from deskdex.errors import FetchError
+
 from .sink import FetchedPage, KnownPage
 from .urls import is_public_address, normalise
 
@@ -27,15 +29,6 @@ logger = logging.getLogger(__name__)
 
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
-
-
-class FetchError(Exception):
-    """A per-URL failure; ``reason`` is what ``crawl status`` counts."""
-
-    def __init__(self, reason: str, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from converters.errors import ConversionError
-from converters.html import parse
-from converters.textcodec import decode
+from deskdex.errors import ConversionError
+from deskdex.converters.html import parse
+from deskdex.converters.textcodec import decode
 
 from .urls import normalise
 

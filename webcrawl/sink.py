@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Iterable, Literal, Protocol
 
-from index.checksums import normalise
+from deskdex.index.checksums import normalise
 
 PutResult = Literal["stored", "unchanged", "duplicate"]
 
@@ -78,8 +78,8 @@ def shingles(text: str, n: int = 4) -> set[int]:
 
 def text_of(page: FetchedPage) -> str:
     """The main text of a page through the converters, as the real sink stores it."""
-    from converters.convert import convert
-    from converters.source import Source
+    from deskdex.converters.convert import convert
+    from deskdex.converters.source import Source
 
     mime = page.content_type + (f"; charset={page.charset}" if page.charset else "")
     name = page.final_url.rsplit("/", 1)[-1].split("?", 1)[0] or "index.html"

@@ -1,4 +1,4 @@
-"""``python -m daemon.tray [--home DIR] [--install-autostart]``: the tray without going through daemon/cli.py."""
+"""``python -m deskdex.clients.tray [--home DIR] [--install-autostart]``: the tray without going through deskdex.clients.cli."""
 
 from __future__ import annotations
 

@@ -13,8 +13,9 @@ from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QGroupBox, QHBoxL
                                QLineEdit, QListWidget, QMessageBox, QPushButton, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
+from deskdex.errors import DeskdexError
+
 from .caller import Caller
-from .link import DaemonError
 
 logger = logging.getLogger(__name__)
 
@@ -138,5 +139,5 @@ class FoldersWindow(QWidget):
         self.patterns.clear()
         self.patterns.addItems([str(p) for p in result.get("exclude", [])])
 
-    def _failed(self, error: DaemonError) -> None:
+    def _failed(self, error: DeskdexError) -> None:
         self.info.setText(f"<span style='color:#c62828'>{html.escape(str(error))}</span>")

@@ -1,6 +1,7 @@
 """Start the tray at login: an XDG autostart entry on Linux (``~/.config/autostart``), a LaunchAgent on
 macOS, a command file in the Startup folder on Windows. ``packaging/linux/deskdex-tray.desktop`` is the
-entry as packagers ship it (``Exec=deskdex tray``); a test keeps it equal to :func:`desktop_entry`."""
+entry as packagers ship it (``Exec=deskdex tray``); the autostart entry is that file, installed as package
+data, with an Exec line that runs this installation's ``deskdex``."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def command(home: str | None = None) -> list[str]:
     elif shutil.which("deskdex"):
         argv = [str(shutil.which("deskdex"))]
     else:
-        argv = [sys.executable, "-m", "daemon.cli"]
+        argv = [sys.executable, "-m", "deskdex.clients.cli"]
     argv.append("tray")
     if home:
         argv += ["--home", os.path.abspath(os.path.expanduser(home))]
@@ -39,19 +40,12 @@ def _quote(arg: str) -> str:
 
 
 def desktop_entry(argv: list[str]) -> str:
-    return "\n".join([
-        "[Desktop Entry]",
-        "Type=Application",
-        "Name=deskdex",
-        "GenericName=Desktop search",
-        "Comment=Search your files from the system tray",
-        "Exec=" + " ".join(_quote(a) for a in argv),
-        "Icon=system-search",
-        "Terminal=false",
-        "Categories=Utility;",
-        "X-GNOME-Autostart-enabled=true",
-        "",
-    ])
+    """The shipped entry (package data) with its Exec line running ``argv``."""
+    from deskdex import packaging
+
+    lines = packaging.read_text("linux", f"{NAME}.desktop").splitlines(keepends=True)
+    return "".join("Exec=" + " ".join(_quote(a) for a in argv) + "\n" if line.startswith("Exec=") else line
+                   for line in lines)
 
 
 def entry_path() -> Path:

@@ -9,15 +9,19 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from converters import Limits, Outcome, Source, path_to_uri
-from converters.errors import Interrupted, UnreadableFile
-from converters.isolation import WorkerPool
-from index import Collection, Row
-from index.checksums import raw_checksum
+from deskdex.converters import Limits, Outcome, Source, path_to_uri
+from deskdex.errors import Interrupted, UnreadableFile
+from deskdex.converters.isolation import WorkerPool
+from deskdex.index import Collection, Row
+from deskdex.index.checksums import raw_checksum
 
+from .progress import progress_bar
 from .scan import Excluder, FileInfo, walk
+
+if TYPE_CHECKING:
+    from deskdex.settings import Config
 
 logger = logging.getLogger(__name__)
 
@@ -103,8 +107,15 @@ class Indexer:
     @property
     def pool(self) -> WorkerPool:
         if self._pool is None:
-            self._pool = WorkerPool(self.workers, self.limits, idle=self.idle, enrich="index.duplicates:enrich")
+            self._pool = WorkerPool(self.workers, self.limits, idle=self.idle, enrich="deskdex.index.duplicates:enrich")
         return self._pool
+
+    @property
+    def holding_workers(self) -> bool:
+        return self._pool is not None
+
+    def worker_pids(self) -> list[int]:
+        return self._pool.pids() if self._pool is not None else []
 
     def release(self) -> None:
         """End the worker processes (they are started again when there is work)."""
@@ -261,3 +272,17 @@ class Indexer:
 
 def _parent_of(uri: str) -> str:
     return uri.rsplit("#", 1)[0]
+
+
+def index_once(cfg: Config, roots: list[str], workers: int, progress: bool) -> Summary:
+    """``deskdex index``: bring the index in line with ``roots`` once, at normal priority."""
+    with Collection.from_settings(cfg, writable=True) as coll:
+        indexer = Indexer(coll, Limits.from_settings(cfg), workers=workers, idle=False,
+                          commit_every=cfg["commit_every"], commit_seconds=cfg["commit_seconds"])
+        files = indexer.scan(roots, cfg["exclude"])
+        bar = progress_bar(len(files)) if progress else None
+        try:
+            return indexer.sync(roots, files, progress=(lambda n, path: bar.update(n)) if bar else None)
+        finally:
+            if bar is not None:
+                bar.close()

@@ -17,8 +17,9 @@ from PySide6.QtGui import QAbstractTextDocumentLayout, QDesktopServices, QKeyEve
 from PySide6.QtWidgets import (QApplication, QLabel, QLineEdit, QStyle, QStyledItemDelegate,
                                QStyleOptionViewItem, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
+from deskdex.errors import DeskdexError
+
 from .caller import Caller
-from .link import DaemonError
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +104,7 @@ class SearchWindow(QWidget):
         if hits:
             self.results.setCurrentItem(self.results.topLevelItem(0))
 
-    def _failed(self, seq: int, error: DaemonError) -> None:
+    def _failed(self, seq: int, error: DeskdexError) -> None:
         if seq != self._seq:
             return
         self.results.clear()
@@ -140,7 +141,7 @@ class SearchWindow(QWidget):
                 child.setData(0, HTML_ROLE, html.escape(p))
                 item.addChild(child)
 
-        def failed(error: DaemonError) -> None:
+        def failed(error: DeskdexError) -> None:
             # an older daemon without the op still tells how many copies there are
             child = QTreeWidgetItem([f"{copies_text(int(hit.get('duplicates') or 0))} (paths unavailable: {error})"])
             child.setData(0, HTML_ROLE, html.escape(child.text(0)))

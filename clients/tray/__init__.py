@@ -8,7 +8,7 @@ import argparse
 import logging
 import sys
 
-from ..paths import Home
+from deskdex.paths import Home
 
 logger = logging.getLogger(__name__)
 

@@ -1,12 +1,27 @@
-"""What ``deskdex dups`` shows: every duplicate cluster, or the near-duplicates of one file."""
+"""What the clients show about the collection, read from the catalog: failures, documents per
+watched folder, and duplicate clusters with the space deleting the extra copies would free."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from converters import Source
-from converters.isolation import WorkerPool
-from index import Collection
+from .collection import Collection
+
+
+def failures(coll: Collection) -> list[dict[str, Any]]:
+    """Every file that failed to convert, with its reason and message."""
+    return [{"path": r.path, "uri": r.uri, "reason": r.reason, "message": r.error}
+            for r in coll.catalog.rows("status='failed'")]
+
+
+def folder_counts(coll: Collection, folder: str) -> dict[str, int]:
+    """Documents under ``folder`` by status: ``{"ok": N, "failed": M}``."""
+    prefix = folder.rstrip("/") + "/"
+    rows = coll.catalog.db.execute(
+        "SELECT status, count(*) FROM docs WHERE path >= ? AND path < ? GROUP BY status", (prefix, prefix[:-1] + "0"))
+    counts = {"ok": 0, "failed": 0}
+    counts.update(dict(rows))
+    return counts
 
 
 def clusters(coll: Collection) -> dict[str, Any]:
@@ -24,19 +39,3 @@ def clusters(coll: Collection) -> dict[str, Any]:
         out.append({"id": cid, "documents": docs, "reclaimable": reclaim})
     out.sort(key=lambda c: (-len(c["documents"]), -c["reclaimable"], c["id"]))
     return {"clusters": out, "reclaimable": sum(c["reclaimable"] for c in out)}
-
-
-def near_duplicates(coll: Collection, path: str) -> dict[str, Any]:
-    """Near-duplicates of a file, indexed or not, converted in an isolated worker."""
-    with WorkerPool(1, idle=False) as pool:
-        outcomes = next(iter(pool.map([Source.from_path(path)])))[1]
-    doc = outcomes[0].document
-    if doc is None:
-        return {"duplicates": [], "error": f"{outcomes[0].reason}: {outcomes[0].message}"}
-    me = Source.from_path(path).uri
-    found = []
-    for doc_id, similarity in coll.dups.near(doc.body_text(), doc.body_text(boilerplate=True)):
-        row = coll.catalog.row_by_id(doc_id)
-        if row is not None and row.uri != me:
-            found.append({"uri": row.uri, "path": row.path, "similarity": round(similarity, 3)})
-    return {"duplicates": found}

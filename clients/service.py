@@ -1,8 +1,9 @@
 """``deskdex service install|uninstall|status``: run the daemon at login, at idle priority.
 
 A systemd user unit on Linux, a launchd agent on macOS, a scheduled task on Windows, each
-rendered from its template in ``packaging/``. The service runs ``deskdex daemon`` (the console
-script beside this Python, else ``python -m daemon.cli daemon``), with ``--home`` when given.
+rendered from its template, package data of deskdex.packaging (``packaging/`` in the repository).
+The service runs ``deskdex daemon`` (the console script beside this Python, else
+``python -m deskdex daemon``), with ``--home`` when given.
 """
 
 from __future__ import annotations
@@ -16,18 +17,13 @@ import sys
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
-from converters.errors import DeskdexError
+from deskdex.errors import ServiceError
 
 logger = logging.getLogger(__name__)
 
-PACKAGING = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "packaging")
 NAME = "deskdex"
 SYSTEMD_UNIT = "deskdex.service"
 LAUNCHD_LABEL = "org.deskdex.daemon"
-
-
-class ServiceError(DeskdexError):
-    """The service manager refused, or cannot be reached."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +36,7 @@ class Unit:
 def command(home: str | None = None, python: str = sys.executable) -> list[str]:
     """The daemon's command line: the console script if it sits beside ``python``."""
     script = os.path.join(os.path.dirname(python), "deskdex.exe" if os.name == "nt" else "deskdex")
-    argv = [script] if os.path.exists(script) else [python, "-m", "daemon.cli"]
+    argv = [script] if os.path.exists(script) else [python, "-m", "deskdex.clients.cli"]
     argv.append("daemon")
     if home:
         argv += ["--home", os.path.abspath(home)]
@@ -63,7 +59,7 @@ def render(kind: str | None = None, home: str | None = None, argv: list[str] | N
     kind = kind or kind_for()
     argv = argv or command(home)
     if kind == "systemd":
-        text = _template("systemd", SYSTEMD_UNIT).replace("@EXEC@", " ".join(map(_systemd_quote, argv)))
+        text = _template("systemd", SYSTEMD_UNIT).replace("ExecStart=@EXEC@", "ExecStart=" + " ".join(map(_systemd_quote, argv)))
         folder = target_dir or os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"),
                                             "systemd", "user")
         return Unit(kind, os.path.join(folder, SYSTEMD_UNIT), text)
@@ -141,12 +137,12 @@ def status() -> dict[str, object]:
 
 
 def _template(folder: str, name: str) -> str:
-    path = os.path.join(PACKAGING, folder, name)
+    from deskdex import packaging
+
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        return packaging.read_text(folder, name)
     except OSError as exc:
-        raise ServiceError(f"service template missing: {path}") from exc
+        raise ServiceError(f"service template missing from the installed package: {folder}/{name} ({exc})") from exc
 
 
 def _systemd_quote(arg: str) -> str:

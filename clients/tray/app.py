@@ -14,10 +14,11 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QMenu, QMessageBox, QSystemTrayIcon
 
+from deskdex.errors import DeskdexError
+
 from . import icons
 from .caller import Caller
 from .folders_window import FoldersWindow
-from .link import DaemonError
 from .search_window import SearchWindow
 
 logger = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ class TrayApp(QObject):
         self.state = str(status.get("state", "idle"))
         self._render(describe(status))
 
-    def _unreachable(self, error: DaemonError) -> None:
+    def _unreachable(self, error: DeskdexError) -> None:
         self.state, self.error = "error", str(error)
         self._render(f"Error: {error}")
 

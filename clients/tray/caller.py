@@ -1,7 +1,8 @@
 """Daemon calls off the UI thread: the window never freezes while the daemon is busy or gone.
 
-Each request runs :func:`link.call` in a small thread pool; its outcome comes back to the UI thread through a
-queued Qt signal, and the callback given with the request runs there."""
+Each request runs :func:`deskdex.clients.client.call` in a small thread pool; its outcome (a result, or the
+deskdex.errors exception the daemon's error code stands for, ``DaemonUnavailable`` when no daemon answers)
+comes back to the UI thread through a queued Qt signal, and the callback given with the request runs there."""
 
 from __future__ import annotations
 
@@ -11,18 +12,22 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
-from . import link
+from deskdex.errors import DaemonError, DeskdexError
+
+from .. import client
 
 logger = logging.getLogger(__name__)
 
+TIMEOUT = 10.0  # seconds: the window shows the daemon as unreachable rather than wait longer
+
 OnResult = Callable[[dict[str, Any]], None]
-OnError = Callable[[link.DaemonError], None]
+OnError = Callable[[DeskdexError], None]
 
 
 class Caller(QObject):
     """Send requests to the daemon at ``socket_path``; callbacks run on the thread that owns this object."""
 
-    finished = Signal(int, object, object)  # ticket, result or None, DaemonError or None
+    finished = Signal(int, object, object)  # ticket, result or None, DeskdexError or None
 
     def __init__(self, socket_path: str, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -62,11 +67,11 @@ class _Job(QRunnable):
 
     def run(self) -> None:
         try:
-            result = link.call(self.caller.socket_path, self.op, **self.args)
-        except link.DaemonError as exc:
+            result = client.call(self.caller.socket_path, self.op, timeout=TIMEOUT, **self.args) or {}
+        except DeskdexError as exc:
             self.caller.finished.emit(self.ticket, None, exc)
         except Exception as exc:  # a bug here must reach the UI as an error, not kill the pool thread
             logger.exception("daemon call %s failed", self.op)
-            self.caller.finished.emit(self.ticket, None, link.DaemonError("internal", str(exc)))
+            self.caller.finished.emit(self.ticket, None, DaemonError(f"{type(exc).__name__}: {exc}"))
         else:
             self.caller.finished.emit(self.ticket, result, None)

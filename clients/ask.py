@@ -1,0 +1,38 @@
+"""The home a command works on, and asking that home's daemon, if one runs: what every command
+that can go either way (through the daemon, or to the index directly) calls first."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from deskdex.errors import DaemonUnavailable
+from deskdex.paths import ENV, Home
+from deskdex.protocol import OPS
+
+from .client import call
+
+
+def home_of(args: argparse.Namespace) -> Home:
+    """``--home`` (else $DESKDEX_HOME, else the platform's folders), refused if it names a file."""
+    return Home.resolve(getattr(args, "home", None)).check()
+
+
+def ask_daemon(args: argparse.Namespace, op: str, **kw: Any) -> Any:
+    """The daemon's answer, or None when no daemon runs for this home. An error the daemon answers
+    with is raised as its deskdex.errors exception (a QueryError with its position, ...).
+
+    A user with no daemon and no index of their own who chose no home is answered by the system
+    daemon (`deskdex daemon --system`) for its public ops, with what that user may read."""
+    home = home_of(args)
+    sockets = [home.socket]
+    chosen = getattr(args, "home", None) or os.environ.get(ENV)
+    if not chosen and OPS[op].public and not os.path.exists(os.path.join(home.data_dir, "catalog.sqlite")):
+        sockets.append(Home.resolve(system=True).socket)
+    for path in sockets:
+        try:
+            return call(path, op, **kw)
+        except DaemonUnavailable:
+            continue
+    return None

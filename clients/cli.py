@@ -1,0 +1,195 @@
+"""The ``deskdex`` command line: its parser, and how errors are printed. The commands live in
+clients/reading.py (search, show, status, formats, convert, dups) and clients/managing.py (index,
+daemon, pause, resume, watch, exclude, service, crawl); heavy modules are imported inside each
+command, so ``--help`` and quick commands start fast."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any, Sequence
+
+from deskdex.errors import DeskdexError, IndexBusy, QueryError
+from deskdex.paths import ENV
+
+from . import managing, reading
+from .searchargs import OPTIONS
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_BUSY = 3
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # `deskdex status | head`: the reader stopped reading, which is not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    daemon = args.command == "daemon"
+    level = logging.DEBUG if getattr(args, "verbose", False) else logging.INFO if daemon else logging.ERROR
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(message)s" if daemon else "deskdex: %(message)s")
+    if not args.command:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except QueryError as exc:
+        query = " ".join(getattr(args, "query", []))
+        caret = f"\n  {query}\n  {' ' * exc.position}^" if exc.position is not None and query else ""
+        print(f"deskdex: bad query: {exc}{caret}", file=sys.stderr)
+        return EXIT_ERROR
+    except DeskdexError as exc:
+        print(f"deskdex: {exc}", file=sys.stderr)
+        return EXIT_BUSY if isinstance(exc, IndexBusy) else EXIT_ERROR
+
+
+def positive(v: str) -> int:
+    n = int(v)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {v}")
+    return n
+
+
+def _not_negative(v: str) -> int:
+    n = int(v)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {v}")
+    return n
+
+
+def add_search_options(s: argparse.ArgumentParser) -> None:
+    """The options of ``deskdex search``, from the table the fast path reads too."""
+    groups: dict[str, Any] = {}
+    for o in OPTIONS:
+        target: Any = s
+        if o.group:
+            if o.group not in groups:
+                groups[o.group] = s.add_mutually_exclusive_group()
+            target = groups[o.group]
+        if o.kind == "flag":
+            target.add_argument(o.flag, action="store_true", help=o.help)
+        elif o.kind == "choice":
+            target.add_argument(o.flag, choices=o.choices, default=o.default, help=o.help)
+        else:
+            kind = positive if o.minimum == 1 else _not_negative
+            target.add_argument(o.flag, type=kind, default=o.default, help=o.help, metavar=o.metavar)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS,
+                        help=f"keep all state (config, data, socket) under DIR (also ${ENV})")
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log more")
+    p = argparse.ArgumentParser(prog="deskdex", parents=[common],
+                                description="Desktop search: index folders, then search them.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    s = sub.add_parser("index", parents=[common], help="index files and folders once, then exit",
+                       description="Index files and folders once: convert what changed, skip what did not, "
+                                   "drop what was deleted. Prints a summary (indexed, unchanged, failed by reason).")
+    s.add_argument("paths", nargs="+", metavar="PATH")
+    s.add_argument("--workers", type=positive, default=None, help="converter processes (default: all cores)")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    s.set_defaults(func=managing.cmd_index)
+
+    s = sub.add_parser("search", parents=[common], help="search the index",
+                       description="Search the index. Words are ANDed; use OR, NOT, -word, \"phrases\", prefix*, "
+                                   "fuzzy~ and filters such as title:, in:, ext:, type:, after:, size:>10MB "
+                                   "(docs/search.md has them all).")
+    s.add_argument("query", nargs="+")
+    add_search_options(s)
+    s.set_defaults(func=reading.cmd_search)
+
+    s = sub.add_parser("show", parents=[common], help="print the stored tagged text of a document",
+                       description="Print the tagged text stored for a file path or URI (file:///...#member too).")
+    s.add_argument("target", metavar="PATH_OR_URI")
+    s.set_defaults(func=reading.cmd_show)
+
+    s = sub.add_parser("status", parents=[common], help="documents, failures, sizes and locations",
+                       description="How many documents, how many failed and why, index and store sizes, where they live.")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--failures", action="store_true", help="list every failed file with its reason")
+    s.set_defaults(func=reading.cmd_status)
+
+    s = sub.add_parser("formats", parents=[common], help="list every format deskdex converts",
+                       description="Every format with its MIME types, file extensions and the library behind it.")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=reading.cmd_formats)
+
+    s = sub.add_parser("convert", parents=[common], help="convert one file and print it, indexing nothing",
+                       description="Convert one file without indexing it: see why a file is or is not found.")
+    s.add_argument("file", metavar="FILE")
+    s.add_argument("--format", choices=("tagged", "text", "main"), default="tagged",
+                   help="tagged text (default), plain text, or only the main content (boilerplate left out)")
+    s.set_defaults(func=reading.cmd_convert)
+
+    s = sub.add_parser("dups", parents=[common], help="duplicate clusters, or the near-duplicates of one file",
+                       description="Without PATH: every cluster of exact and near-duplicates, largest first, with "
+                                   "the bytes a user could reclaim. With PATH: the near-duplicates of that file "
+                                   "(indexed or not), with the share of words in common.")
+    s.add_argument("path", nargs="?", metavar="PATH")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--limit", type=positive, default=None, help="show at most this many clusters")
+    s.set_defaults(func=reading.cmd_dups)
+
+    s = sub.add_parser("daemon", parents=[common], help="run the indexer in the foreground (what `make run` starts)",
+                       description="Index the configured folders (default: Documents, else home), then stay up. Ctrl-C stops.")
+    s.add_argument("--once", action="store_true", help="exit after the first full index")
+    s.add_argument("--system", action="store_true",
+                   help="enterprise mode, as root: index the homes of the configured accounts (setting `accounts`; "
+                        "default every regular account) and serve every local user what they may read")
+    s.set_defaults(func=managing.cmd_daemon)
+
+    for name, help_text in (("pause", "pause indexing in the running daemon"),
+                            ("resume", "resume indexing in the running daemon")):
+        s = sub.add_parser(name, parents=[common], help=help_text, description=help_text.capitalize() + ".")
+        s.set_defaults(func=managing.cmd_pause_resume)
+
+    s = sub.add_parser("watch", parents=[common], help="watched folders: add, remove, list",
+                       description="Change the watched folders. A running daemon picks the change up at once; "
+                                   "otherwise it applies on the next start.")
+    s.add_argument("action", choices=("add", "remove", "list"))
+    s.add_argument("paths", nargs="*", metavar="PATH")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=managing.cmd_watch)
+
+    s = sub.add_parser("exclude", parents=[common], help="excluded patterns (gitignore style): add, remove, list",
+                       description="Patterns of files and folders to leave out, gitignore style (also read from "
+                                   ".deskdexignore files in watched folders).")
+    s.add_argument("action", choices=("add", "remove", "list"))
+    s.add_argument("patterns", nargs="*", metavar="PATTERN")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=managing.cmd_exclude)
+
+    s = sub.add_parser("service", parents=[common], help="run the daemon as a user service: install, uninstall, status",
+                       description="A systemd user unit on Linux, a launchd agent on macOS, a scheduled task on "
+                                   "Windows, each running `deskdex daemon` at idle priority.")
+    s.add_argument("action", choices=("install", "uninstall", "status"))
+    s.add_argument("--no-start", action="store_true", help="install without starting it now")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=managing.cmd_service)
+
+    from deskdex.webcrawl.cli import add_commands as add_crawl
+
+    from .tray import add_command as add_tray
+
+    add_crawl(sub, common, managing.crawl_env)
+    add_tray(sub, common)
+    return p
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""The ``deskdex`` command's first step: ``deskdex search`` answered by a running daemon, with
+nothing heavy loaded; every other command, and a search no daemon answers, goes on to
+``deskdex.clients.cli``.
+
+Why: a search through the daemon takes about a millisecond, but importing argparse, json,
+platformdirs and the rest of the command line takes longer than the whole search (measured in
+docs/search.md, "How fast"). So this module reads the command line with the same option table
+the full parser is built from (clients/searchargs.py), sends the protocol's ``search`` op with
+the one client (clients/client.py) and prints with the same rendering (clients/render.py).
+Whatever it cannot read exactly as argparse would (``--help``, an abbreviation, a bad value),
+``--open``, no daemon, or an error from the daemon: the full command line runs instead, so every
+message comes from one place.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from deskdex.errors import DeskdexError
+from deskdex.paths import SOCKET_NAME, Home, linux_runtime_dir
+
+from .searchargs import parse_fast
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    args = parse_fast(argv)
+    if args is not None and args["open"] is None:
+        code = _through_daemon(args)
+        if code is not None:
+            return code
+    from .cli import main as full
+
+    return full(argv)
+
+
+def socket_path(home: str | None) -> str | None:
+    """The socket of the daemon ``deskdex.clients.cli`` would ask, where finding it costs nothing:
+    ``--home`` or $DESKDEX_HOME, else the Linux runtime folder. None otherwise (platformdirs knows
+    the other cases; the full command line asks it)."""
+    if home or os.environ.get("DESKDEX_HOME"):
+        return Home.resolve(home).socket
+    runtime = linux_runtime_dir() if sys.platform.startswith("linux") else None
+    return os.path.join(runtime, SOCKET_NAME) if runtime else None
+
+
+def _through_daemon(args: dict[str, Any]) -> int | None:
+    """The exit code once the daemon's answer is printed, or None to run the full command."""
+    from .client import call
+    from .render import color, render_results
+
+    path = socket_path(args["home"])
+    if path is None:
+        return None
+    try:
+        results = call(path, "search", query=" ".join(args["query"]), limit=args["limit"], offset=args["offset"],
+                       sort=args["sort"], all=args["all"], snippets=not args["paths"])
+    except DeskdexError:
+        return None  # no daemon, or an error the full command line reports with all it knows
+    out = render_results(results, as_json=args["json"], paths=args["paths"], color=color())
+    try:
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `deskdex search x | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0

@@ -1,0 +1,166 @@
+"""Commands that change what is indexed or how: ``deskdex index``, ``daemon``, ``pause``, ``resume``,
+``watch``, ``exclude``, ``service`` and the environment ``deskdex crawl`` runs in. A running
+daemon is told at once; without one, the config file is changed and read on the next start."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from deskdex import settings
+from deskdex.paths import Home
+
+from .ask import ask_daemon, home_of
+from .reading import print_json
+
+if TYPE_CHECKING:
+    from deskdex.pipeline.indexer import Summary
+    from deskdex.webcrawl.cli import CrawlEnv
+
+EXIT_ERROR, EXIT_USAGE = 1, 2
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from deskdex.pipeline.indexer import index_once
+
+    missing = [p for p in args.paths if not os.path.lexists(p)]
+    if missing:
+        print(f"deskdex: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return EXIT_USAGE
+    cfg = settings.load(home_of(args).ensure())
+    workers = args.workers or os.cpu_count() or 2
+    summary = index_once(cfg, [os.path.abspath(p) for p in args.paths], workers=workers,
+                         progress=not args.no_progress)
+    if args.json:
+        print_json(summary.to_json())
+    else:
+        print(format_summary(summary))
+    return 0
+
+
+def format_summary(s: Summary) -> str:
+    lines = [f"indexed {s.indexed}, unchanged {s.unchanged}, moved or copied {s.reused}, removed {s.removed}, "
+             f"members {s.members}, failed {sum(s.failed.values())} in {s.seconds:.1f} s"]
+    for reason, n in s.failed.most_common():
+        lines.append(f"  failed ({reason}): {n}")
+    for path, reason, message in s.failures[:10]:
+        lines.append(f"    {path}: {message}")
+    if len(s.failures) > 10:
+        lines.append(f"    ... and {len(s.failures) - 10} more (deskdex status --failures)")
+    return "\n".join(lines)
+
+
+def cmd_daemon(args: argparse.Namespace) -> int:
+    from deskdex.daemon.run import run_daemon
+
+    if args.system and os.geteuid() != 0:
+        logging.getLogger(__name__).warning("--system without root: only what this account may read is indexed")
+    home = Home.resolve(getattr(args, "home", None), system=args.system).check().ensure(system=args.system)
+    return run_daemon(settings.load(home), once=args.once, system=args.system)
+
+
+def cmd_pause_resume(args: argparse.Namespace) -> int:
+    result = ask_daemon(args, args.command)
+    if result is None:
+        print("deskdex: no daemon is running for this home (start one with `deskdex daemon`)", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"indexing {'paused' if result['paused'] else 'resumed'} (state: {result['state']})")
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    home = home_of(args).ensure()
+    if args.action != "list" and not args.paths:
+        print(f"deskdex: watch {args.action} needs at least one PATH", file=sys.stderr)
+        return EXIT_USAGE
+    result = None
+    for p in args.paths:
+        path = os.path.abspath(os.path.expanduser(p))
+        if args.action == "add" and not os.path.isdir(path):
+            print(f"deskdex: not a folder: {p}", file=sys.stderr)
+            return EXIT_USAGE
+        result = ask_daemon(args, f"watch_{args.action}", path=path)
+        if result is None:  # no daemon: the config file alone, read on the next start
+            folders = settings.load(home).folders()
+            if args.action == "remove" and path not in folders:
+                print(f"deskdex: not a watched folder: {p}", file=sys.stderr)
+                return EXIT_ERROR
+            folders = folders + [path] if args.action == "add" and path not in folders else \
+                [f for f in folders if f != path] if args.action == "remove" else folders
+            settings.save(home, {"folders": folders})
+    if result is None:
+        result = ask_daemon(args, "watch_list")
+    folders = result["folders"] if result else [{"path": f} for f in settings.load(home).folders()]
+    if args.json:
+        print_json({"folders": folders})
+    else:
+        for f in folders:
+            extra = f"  {f['documents']} documents, {f['failed']} failed" if "documents" in f else ""
+            print(f"{f['path']}{extra}{'  (offline)' if f.get('offline') else ''}")
+    return 0
+
+
+def cmd_exclude(args: argparse.Namespace) -> int:
+    home = home_of(args).ensure()
+    if args.action != "list" and not args.patterns:
+        print(f"deskdex: exclude {args.action} needs at least one PATTERN", file=sys.stderr)
+        return EXIT_USAGE
+    if args.action == "add" and any(not p.strip() for p in args.patterns):
+        print("deskdex: an empty pattern excludes nothing: give a gitignore-style pattern", file=sys.stderr)
+        return EXIT_USAGE
+    for pattern in args.patterns:
+        if ask_daemon(args, f"exclude_{args.action}", pattern=pattern) is None:
+            current = list(settings.load(home)["exclude"])
+            if args.action == "remove" and pattern not in current:
+                print(f"deskdex: not an excluded pattern: {pattern}", file=sys.stderr)
+                return EXIT_ERROR
+            if args.action == "add":
+                new = current if pattern in current else current + [pattern]
+            else:
+                new = [p for p in current if p != pattern]
+            settings.save(home, {"exclude": new})
+    patterns = list(settings.load(home)["exclude"])
+    if args.json:
+        print_json({"exclude": patterns})
+    else:
+        print("\n".join(patterns) if patterns else "(no exclusions beyond the built-in ones)")
+    return 0
+
+
+def cmd_service(args: argparse.Namespace) -> int:
+    from . import service
+
+    home = getattr(args, "home", None)
+    if args.action == "install":
+        unit = service.install(home, start=not args.no_start)
+        print(f"installed {unit.kind} service: {unit.path}")
+    elif args.action == "uninstall":
+        unit = service.uninstall()
+        print(f"removed {unit.path}")
+    else:
+        st = service.status()
+        if args.json:
+            print_json(st)
+        else:
+            print(f"{st['kind']}: {'installed' if st['installed'] else 'not installed'} ({st['path']}), {st['state']}")
+    return 0
+
+
+def crawl_env(args: argparse.Namespace) -> CrawlEnv:
+    from deskdex.webcrawl.cli import CrawlEnv
+
+    home = home_of(args).ensure()
+
+    def open_sink() -> Any:
+        from deskdex.converters import Limits
+        from deskdex.index import Collection
+        from deskdex.pipeline.websink import IndexSink
+
+        cfg = settings.load(home)
+        return IndexSink(Collection.from_settings(cfg, writable=True), Limits.from_settings(cfg))
+
+    return CrawlEnv(config_path=home.config_file, state_path=os.path.join(home.data_dir, "crawl-state.json"),
+                    open_sink=open_sink)

@@ -1,0 +1,236 @@
+"""Commands that read: ``deskdex search``, ``show``, ``status``, ``formats``, ``convert``, ``dups``.
+Each asks the home's daemon when one runs, and reads the index directly otherwise."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from deskdex.errors import DeskdexError
+
+from .ask import ask_daemon, home_of
+from .render import color, human, render_results, shown_location
+
+EXIT_ERROR, EXIT_USAGE = 1, 2
+
+
+def print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    limit = max(args.limit, args.open or 0)
+    query = " ".join(args.query)
+    snippets = not (args.paths or args.open)
+    results = ask_daemon(args, "search", query=query, limit=limit, offset=args.offset, sort=args.sort,
+                         all=args.all, snippets=snippets)
+    if results is None:
+        from deskdex.index import Collection, search
+
+        with Collection.open(home_of(args).data_dir) as coll:
+            results = search(coll, query, limit=limit, offset=args.offset, sort=args.sort,
+                             snippets=snippets, collapse=not args.all).to_json()
+    if args.open:
+        hits = results["hits"]
+        if args.open > len(hits):
+            print(f"deskdex: only {len(hits)} results", file=sys.stderr)
+            return EXIT_ERROR
+        return open_with_default_app(hits[args.open - 1]["path"])
+    sys.stdout.write(render_results(results, as_json=args.json, paths=args.paths, color=color()))
+    return 0
+
+
+def open_with_default_app(target: str) -> int:
+    import shutil
+    import subprocess
+
+    opener = {"darwin": ["open"], "win32": ["cmd", "/c", "start", ""]}.get(sys.platform, ["xdg-open"])
+    if not shutil.which(opener[0]):
+        print(f"deskdex: no {opener[0]} to open {target}", file=sys.stderr)
+        return EXIT_ERROR
+    return subprocess.call([*opener, target])
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from deskdex.converters.source import path_to_uri
+    from deskdex.index import Collection
+
+    target = args.target
+    uri = target if "://" in target else path_to_uri(os.path.abspath(target))
+    with Collection.open(home_of(args).data_dir) as coll:
+        row = coll.get(uri)
+        if row is None:
+            print(f"deskdex: not in the index: {target}", file=sys.stderr)
+            return EXIT_ERROR
+        if row.status != "ok":
+            print(f"deskdex: {target} failed to convert ({row.reason}): {row.error}", file=sys.stderr)
+            return EXIT_ERROR
+        text = coll.tagged_text(row)
+    if text is None:
+        print(f"deskdex: {target} is indexed by name only (no text could be extracted)", file=sys.stderr)
+        return EXIT_ERROR
+    sys.stdout.write(text)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    home = home_of(args)
+    info: dict[str, Any] = {"home": {"config": home.config_dir, "data": home.data_dir, "runtime": home.runtime_dir}}
+    live = ask_daemon(args, "status", failures=bool(args.failures))
+    if live is not None:
+        info.update(live, daemon=True)
+    else:
+        info.update(_status_from_index(home.data_dir, args.failures), daemon=False, state="idle", queue=0)
+    if args.json:
+        print_json(info)
+        return 0
+    daemon = f"running (pid {info.get('pid')}): {info['state']}, {info['queue']} waiting" if info["daemon"] \
+        else "not running"
+    if info.get("state_reason"):
+        daemon += f" ({info['state_reason']})"
+    print(f"daemon:    {daemon}")
+    if info.get("current"):
+        print(f"working on {info['current']}")
+    print(f"documents: {info['documents']}")
+    print(f"failed:    {info['failed']}" + "".join(f"\n  {k}: {v}" for k, v in info["failed_by_reason"].items()))
+    print(f"index:     {_size(info['index_bytes'])} in {os.path.join(home.data_dir, 'tantivy')}")
+    print(f"store:     {_size(info['store_bytes'])} in {os.path.join(home.data_dir, 'catalog.sqlite')}")
+    if info.get("cpu_seconds") is not None:
+        print(f"cpu:       {info['cpu_seconds']} s used since start")
+    if info.get("last_commit"):
+        print(f"committed: {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info['last_commit']))}")
+    print(f"config:    {home.config_file}")
+    for note in ([info["note"]] if info.get("note") else []) + list(info.get("notes", [])):
+        print(f"note:      {note}")
+    for f in info.get("failures", []):
+        print(f"  {f['path'] if '#' not in f['uri'] else f['uri']}: {f['reason']}: {f['message']}")
+    return 0
+
+
+def _status_from_index(data_dir: str, failures: bool) -> dict[str, Any]:
+    from deskdex.index import Collection, reports
+
+    info: dict[str, Any] = {}
+    try:
+        with Collection.open(data_dir) as coll:
+            info.update(coll.catalog.counts())
+            info.update(coll.sizes())
+            last = coll.catalog.get_meta("last_commit")
+            info["last_commit"] = float(last) if last else None
+            if failures:
+                info["failures"] = reports.failures(coll)
+    except DeskdexError as exc:
+        info.update({"documents": 0, "failed": 0, "failed_by_reason": {}, "index_bytes": 0, "store_bytes": 0,
+                     "note": str(exc)})
+    return info
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def cmd_formats(args: argparse.Namespace) -> int:
+    from deskdex.converters.registry import default_registry
+
+    formats = [{"name": f.name, "mimes": list(f.mimes), "extensions": list(f.extensions), "library": f.library}
+               for f in default_registry().formats]
+    if args.json:
+        print_json({"formats": formats})
+        return 0
+    for f in formats:
+        exts = " ".join("." + e for e in f["extensions"]) or "(by content)"
+        print(f"{f['name']:<28} {f['library']:<20} {exts}\n{'':<28} {', '.join(f['mimes'])}")
+    return 0
+
+
+def _one_file(path: str) -> str | None:
+    """Why ``path`` is not a file the command can take, or None when it is."""
+    if os.path.isdir(path):
+        return f"{path} is a folder: give one file (deskdex index indexes folders)"
+    if not os.path.lexists(path):
+        return f"no such file: {path}"
+    if not os.path.isfile(path):
+        return f"not a regular file: {path}"
+    return None
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from deskdex.converters import Source, convert, tagged
+
+    problem = _one_file(args.file)
+    if problem:
+        print(f"deskdex: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    status = 0
+    for o in convert(Source.from_path(args.file)):
+        if o.document is None:
+            print(f"deskdex: {o.uri}: {o.message} ({o.reason})", file=sys.stderr)
+            status = EXIT_ERROR
+        elif args.format == "tagged":
+            sys.stdout.write(tagged.dumps(o.document))
+        else:
+            if "#" in o.uri:
+                print(f"--- {o.uri}")
+            print(o.document.text(main_only=args.format == "main"))
+    return status
+
+
+def cmd_dups(args: argparse.Namespace) -> int:
+    if args.path is not None:
+        return _near_duplicates(args)
+    found = ask_daemon(args, "dups", path=None)
+    if found is None:
+        from deskdex.index import Collection, reports
+
+        with Collection.open(home_of(args).data_dir) as coll:
+            found = reports.clusters(coll)
+    if args.limit:
+        found["clusters"] = found["clusters"][: args.limit]
+    if args.json:
+        print_json(found)
+        return 0
+    if not found["clusters"]:
+        print("no duplicates found")
+        return 0
+    for c in found["clusters"]:
+        print(f"{len(c['documents'])} copies, {human(c['reclaimable'])} reclaimable:")
+        for d in c["documents"]:
+            print(f"  {shown_location(d)}  {human(d['size'])}")
+    print(f"{len(found['clusters'])} clusters, {human(found['reclaimable'])} reclaimable in all")
+    return 0
+
+
+def _near_duplicates(args: argparse.Namespace) -> int:
+    path = os.path.abspath(args.path)
+    problem = _one_file(path)
+    if problem:
+        print(f"deskdex: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    found = ask_daemon(args, "dups", path=path)
+    if found is None:
+        from deskdex import settings
+        from deskdex.converters import Limits
+        from deskdex.index import Collection
+        from deskdex.pipeline.similar import convert_one, near_duplicates
+
+        cfg = settings.load(home_of(args))
+        doc = convert_one(path, Limits.from_settings(cfg))
+        with Collection.open(cfg.home.data_dir) as coll:
+            found = near_duplicates(coll, path, doc)
+    if args.json:
+        print_json(found)
+    elif not found["duplicates"]:
+        print(f"no near-duplicates of {path}" + (f" ({found['error']})" if found.get("error") else ""))
+    else:
+        for d in found["duplicates"]:
+            print(f"{d['similarity']:4.0%} of words in common  {shown_location(d)}")
+    return 0

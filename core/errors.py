@@ -1,0 +1,243 @@
+"""Every error deskdex raises on purpose, in one tree.
+
+    DeskdexError
+     ├── ConversionError            a file could not be turned into a Document
+     │    ├── UnsupportedFormat     no converter for this MIME type (file still findable by name)
+     │    ├── UnreadableFile        permission denied, vanished mid-run, I/O error
+     │    │    └── Encrypted        needs a password or a DRM key (encrypted PDF, EPUB)
+     │    ├── CorruptFile           the format's own parser rejected the bytes
+     │    ├── HostileInput          path traversal, entity expansion, nesting too deep
+     │    └── LimitExceeded         a configured limit stopped the work
+     │         ├── TimeLimit
+     │         ├── MemoryLimit
+     │         └── SizeLimit
+     ├── NotConfigured              an optional part cannot run here (missing library); turned off
+     ├── StoreError                 the catalog, text store or tantivy index (sqlite3 and tantivy
+     │    │                         errors are translated into these where they enter index/)
+     │    ├── IndexBusy             another process holds the writer lock on this home
+     │    ├── IndexMissing          nothing has been indexed under this home yet
+     │    └── StoreUnwritable       the store cannot be written now; retrying later may work
+     │         ├── DiskFull         no space left on the device holding the index
+     │         ├── StoreLocked      another program holds a lock on the catalog
+     │         └── StoreReadOnly    the index's file system or files are read-only
+     ├── QueryError                 a malformed search query (carries the position)
+     ├── Interrupted                asked to stop (SIGTERM, Ctrl-C) with work left; what is done is committed
+     ├── ConfigError                a bad setting, configuration file or home folder
+     ├── AlreadyRunning             another daemon runs for this home
+     ├── ServiceError               the service manager (systemd, launchd, schtasks) refused or is missing
+     ├── FetchError                 a URL could not be fetched (carries the crawl's ``reason``)
+     ├── ProtocolError              the daemon refused a request it cannot take
+     │    ├── BadRequest            not a JSON object with a string "op"
+     │    ├── TooLarge              the request line is too long
+     │    ├── UnknownOp             no such operation
+     │    ├── BadArgs               an argument is missing, unknown or of the wrong type or range
+     │    └── Forbidden             the caller may not do this (enterprise mode: only root changes things)
+     ├── DaemonUnavailable          no daemon answers on the socket (client side)
+     └── DaemonError                the daemon failed on a request (its log has why), or answered with
+                                    a code this client does not know
+
+Every class has a ``code``: what crosses the socket when the daemon answers with that error
+(deskdex.protocol maps codes back to these classes on the client side). Each ConversionError has
+a short ``reason`` (``"corrupt"``, ``"timeout"``...) counted by reason in ``deskdex status``.
+Library errors (pdfminer, zipfile, lxml, sqlite3, tantivy) are translated into this tree where
+they enter our code, ``raise ... from exc``.
+
+This module imports nothing: the ``deskdex`` command's fast path loads it.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class DeskdexError(Exception):
+    """Base of every deliberate deskdex error."""
+
+    code = "error"
+    # Whether the message may go to any local user of an enterprise-mode daemon. Messages of other
+    # errors can name internal paths; such a caller gets the code's meaning instead.
+    shown_to_anyone = False
+
+    def fields(self) -> dict[str, Any]:
+        """Structured details that cross the socket beside the message (see QueryError)."""
+        return {}
+
+    @classmethod
+    def from_wire(cls, message: str, fields: dict[str, Any]) -> DeskdexError:
+        """The exception a client raises for an error reply with this class's code."""
+        return cls(message)
+
+
+class ConversionError(DeskdexError):
+    reason = "conversion"
+    code = "conversion_failed"
+
+
+class UnsupportedFormat(ConversionError):
+    reason = "unsupported"
+
+
+class UnreadableFile(ConversionError):
+    reason = "unreadable"
+
+
+class CorruptFile(ConversionError):
+    reason = "corrupt"
+
+
+class Encrypted(UnreadableFile):
+    """Readable only with a password or a DRM key: the file is fine, so not "corrupt"."""
+
+    reason = "encrypted"
+
+
+class HostileInput(ConversionError):
+    reason = "hostile"
+
+
+class LimitExceeded(ConversionError):
+    reason = "limit"
+
+
+class TimeLimit(LimitExceeded):
+    reason = "timeout"
+
+
+class MemoryLimit(LimitExceeded):
+    reason = "memory"
+
+
+class SizeLimit(LimitExceeded):
+    reason = "too_large"
+
+
+class NotConfigured(DeskdexError):
+    code = "not_configured"
+
+
+class StoreError(DeskdexError):
+    code = "store_error"
+
+
+class IndexBusy(StoreError):
+    code = "index_busy"
+
+
+class IndexMissing(StoreError):
+    code = "index_missing"
+
+
+class StoreUnwritable(StoreError):
+    """A condition outside deskdex stops writes for now; the daemon waits and tries again."""
+
+    code = "store_unwritable"
+    condition = "unwritable"  # what ``deskdex status`` shows as the daemon's state reason
+
+
+class DiskFull(StoreUnwritable):
+    code = "disk_full"
+    condition = "disk full"
+
+
+class StoreLocked(StoreUnwritable):
+    code = "store_locked"
+    condition = "catalog locked by another program"
+
+
+class StoreReadOnly(StoreUnwritable):
+    code = "store_read_only"
+    condition = "index is read-only"
+
+
+class QueryError(DeskdexError):
+    code = "bad_query"
+    shown_to_anyone = True  # it quotes the caller's own query
+
+    def __init__(self, message: str, position: int | None = None) -> None:
+        super().__init__(message)
+        self.position = position
+
+    def fields(self) -> dict[str, Any]:
+        return {"position": self.position} if self.position is not None else {}
+
+    @classmethod
+    def from_wire(cls, message: str, fields: dict[str, Any]) -> DeskdexError:
+        position = fields.get("position")
+        return cls(message, position if isinstance(position, int) and not isinstance(position, bool) else None)
+
+
+class Interrupted(DeskdexError):
+    code = "interrupted"
+
+
+class ConfigError(DeskdexError):
+    code = "bad_config"
+
+
+class AlreadyRunning(DeskdexError):
+    code = "already_running"
+
+
+class ServiceError(DeskdexError):
+    code = "service_error"
+
+
+class FetchError(DeskdexError):
+    """A per-URL failure; ``reason`` is what ``crawl status`` counts."""
+
+    code = "fetch_failed"
+
+    def __init__(self, reason: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.retry_after = retry_after
+
+    @classmethod
+    def from_wire(cls, message: str, fields: dict[str, Any]) -> DeskdexError:
+        return cls(str(fields.get("reason", "fetch")), message)
+
+    def fields(self) -> dict[str, Any]:
+        return {"reason": self.reason}
+
+
+class ProtocolError(DeskdexError):
+    code = "bad_request"
+    shown_to_anyone = True  # says what was wrong with the caller's own request
+
+
+class BadRequest(ProtocolError):
+    code = "bad_request"
+
+
+class TooLarge(ProtocolError):
+    code = "too_large"
+
+
+class UnknownOp(ProtocolError):
+    code = "unknown_op"
+
+
+class BadArgs(ProtocolError):
+    code = "bad_args"
+
+
+class Forbidden(ProtocolError):
+    code = "forbidden"
+
+
+class DaemonUnavailable(DeskdexError):
+    code = "unavailable"
+
+
+class DaemonError(DeskdexError):
+    """The daemon failed on a request; ``code`` is the wire's (``internal``, or one this client
+    does not know, kept as it came)."""
+
+    code = "internal"
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code

@@ -1,0 +1,275 @@
+"""The daemon's socket protocol, defined once: the server (deskdex.daemon.server), the command line,
+the tray and the ``deskdex`` fast path (deskdex.clients) all use this module, and a test checks that
+docs/protocol.md lists exactly the ops and codes defined here.
+
+Wire format: UTF-8 JSON, one object a line each way, many requests per connection.
+
+    request   {"op": "search", "query": "tomato soup", "limit": 10}
+    reply     {"ok": true, "result": {...}}
+    error     {"ok": false, "error": {"code": "bad_query", "message": "...", "position": 7}}
+
+An error carries a ``code`` from ``ERRORS``, a human ``message`` and, for some codes, structured
+fields (a query error's ``position``) as fields, never to be parsed back out of the message. Each
+code is one class of the deskdex.errors tree; ``error_from_reply`` turns an error reply back into
+that exception on the client side, ``error_reply`` does the reverse on the server side.
+
+Arguments are checked against ``OPS`` before an op runs (``check_args``): an unknown argument, a
+missing one, or a value of the wrong type or out of range answers ``bad_args`` and the op never
+sees it.
+
+Light on purpose (no typing, json or dataclasses at run time): the fast path imports it.
+"""
+
+from __future__ import annotations
+
+from . import errors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Mapping
+
+MAX_LINE = 1 << 20  # bytes: a request longer than this is refused, it cannot be one we understand
+MAX_LIMIT = 10_000  # results one search may ask for: tantivy allocates room for them before searching
+SORTS = ("relevance", "date", "size")
+REQUIRED = object()  # the default of an argument that must be given
+
+
+class Arg:
+    """One argument of an op: its JSON type, default (REQUIRED if none), bounds and meaning."""
+
+    __slots__ = ("name", "kind", "default", "doc", "minimum", "maximum", "choices", "nullable")
+
+    def __init__(self, name: str, kind: type, default: Any, doc: str, *, minimum: int | None = None,
+                 maximum: int | None = None, choices: tuple[str, ...] = (), nullable: bool = False) -> None:
+        self.name, self.kind, self.default, self.doc = name, kind, default, doc
+        self.minimum, self.maximum, self.choices, self.nullable = minimum, maximum, choices, nullable
+
+    def check(self, op: str, value: Any) -> Any:
+        """``value`` if it fits, else BadArgs saying why."""
+        if value is None and self.nullable:
+            return None
+        if isinstance(value, bool) != (self.kind is bool) or not isinstance(value, self.kind):
+            raise errors.BadArgs(f"{op}: {self.name} must be {self.type_name()}, not {_json_type(value)}")
+        if self.minimum is not None and value < self.minimum:
+            raise errors.BadArgs(f"{op}: {self.name} must be at least {self.minimum}, not {value}")
+        if self.maximum is not None and value > self.maximum:
+            raise errors.BadArgs(f"{op}: {self.name} must be at most {self.maximum}, not {value}")
+        if self.choices and value not in self.choices:
+            raise errors.BadArgs(f"{op}: {self.name} must be one of {', '.join(self.choices)}, not {value!r}")
+        if self.kind is list and not all(isinstance(v, str) for v in value):
+            raise errors.BadArgs(f"{op}: {self.name} must be a list of strings")
+        return value
+
+    def type_name(self) -> str:
+        name = {bool: "a boolean", int: "an integer", str: "a string", list: "a list of strings"}[self.kind]
+        return name + (" or null" if self.nullable else "")
+
+
+class Op:
+    """One operation: its arguments, whether any local user may call it on an enterprise-mode
+    daemon (``public``; the others are root's), and what it does and answers."""
+
+    __slots__ = ("name", "args", "public", "doc")
+
+    def __init__(self, name: str, doc: str, *args: Arg, public: bool = False) -> None:
+        self.name, self.doc, self.public = name, doc, public
+        self.args = {a.name: a for a in args}
+
+
+def _path(doc: str) -> Arg:
+    return Arg("path", str, REQUIRED, doc)
+
+
+def _pattern(doc: str) -> Arg:
+    return Arg("pattern", str, REQUIRED, doc)
+
+
+OPS: dict[str, Op] = {op.name: op for op in (
+    Op("status", "The daemon's state (with the reason of a stall), queue, counts, failures by reason, sizes, "
+                 "folders and notes. Another user of an enterprise-mode daemon gets the counts only.",
+       Arg("failures", bool, False, "also list every failed file with its reason (root or the owner only)"),
+       public=True),
+    Op("search", "Ranked hits: {total, hits: [{uri, path, title, snippet, highlights, score, mime, mtime, size, "
+                 "ext, source, cluster, duplicates}]}. Another user of an enterprise-mode daemon finds only "
+                 "what they may read, without duplicate counts.",
+       Arg("query", str, REQUIRED, "the query (docs/search.md)"),
+       Arg("limit", int, 10, "hits to return", minimum=1, maximum=MAX_LIMIT),
+       Arg("offset", int, 0, "hits to skip first", minimum=0, maximum=MAX_LIMIT),
+       Arg("sort", str, "relevance", "order of the hits", choices=SORTS),
+       Arg("all", bool, False, "every near-duplicate, not one hit per duplicate cluster"),
+       Arg("snippets", bool, True, "compute snippets (off for paths only: faster)"),
+       public=True),
+    Op("pause", "Hold indexing (changes are kept and applied on resume); answers {state}."),
+    Op("resume", "Resume indexing; answers {state, paused: false}."),
+    Op("watch_list", "The watched folders: {folders: [{path, documents, failed, offline}]}."),
+    Op("watch_add", "Watch one more folder (kept in the config file) and index it; answers as watch_list.",
+       _path("an absolute path to a folder")),
+    Op("watch_remove", "Stop watching a folder and drop its documents; answers as watch_list. A folder that "
+                       "is not watched answers bad_args.", _path("a watched folder")),
+    Op("exclude_list", "The configured exclusion patterns: {exclude: [...]}."),
+    Op("exclude_add", "Add a gitignore-style pattern (kept in the config file); answers as exclude_list.",
+       _pattern("a non-empty gitignore-style pattern")),
+    Op("exclude_remove", "Remove a pattern; answers as exclude_list.", _pattern("a configured pattern")),
+    Op("dups", "Without path: every duplicate cluster, {clusters: [{id, documents, reclaimable}], reclaimable}. "
+               "With path: the near-duplicates of that file, indexed or not, {duplicates: [{uri, path, "
+               "similarity}]} (converted outside every lock: searches go on meanwhile).",
+       Arg("path", str, None, "a file on the daemon's machine", nullable=True)),
+    Op("duplicates", "The other documents of a hit's duplicate cluster: {paths: [...]} (the tray's expand).",
+       Arg("uri", str, REQUIRED, "a hit's uri")),
+)}
+
+# Every error code a reply may carry, with its meaning, and the deskdex.errors class it stands for.
+ERRORS: dict[str, tuple[type[errors.DeskdexError], str]] = {cls.code: (cls, meaning) for cls, meaning in (
+    (errors.BadRequest, "the line is not a JSON object with a string \"op\""),
+    (errors.TooLarge, f"the request line is longer than {MAX_LINE} bytes"),
+    (errors.UnknownOp, "no such operation; the message lists those there are"),
+    (errors.BadArgs, "an argument is missing, unknown, of the wrong type or out of range"),
+    (errors.Forbidden, "the caller may not do this (an enterprise-mode daemon: only root changes things)"),
+    (errors.QueryError, "the query is malformed; the error's position field says where"),
+    (errors.ConfigError, "a setting or folder is not acceptable (e.g. watch_add of something not a folder)"),
+    (errors.IndexMissing, "nothing has been indexed yet"),
+    (errors.IndexBusy, "another process holds the index's writer lock"),
+    (errors.StoreError, "the index or catalog failed; the daemon's log says why"),
+    (errors.DiskFull, "no space left where the index lives; the daemon retries"),
+    (errors.StoreLocked, "another program holds a lock on the catalog; the daemon retries"),
+    (errors.StoreReadOnly, "the index cannot be written; the daemon retries"),
+    (errors.ConversionError, "the file could not be converted; the message says why"),
+    (errors.DaemonError, "the daemon failed on this request; its log has the traceback"),
+)}
+
+
+def check_args(op: Op, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The op's arguments with defaults filled in, or BadArgs naming what does not fit."""
+    unknown = sorted(set(args) - set(op.args))
+    if unknown:
+        raise errors.BadArgs(f"{op.name}: unknown argument(s) {', '.join(unknown)}; it takes "
+                             f"{', '.join(op.args) or 'none'}")
+    out = {}
+    for name, arg in op.args.items():
+        if name in args:
+            out[name] = arg.check(op.name, args[name])
+        elif arg.default is REQUIRED:
+            raise errors.BadArgs(f"{op.name}: missing argument {name!r}")
+        else:
+            out[name] = arg.default
+    return out
+
+
+def parse_request(line: bytes) -> tuple[Op, dict[str, Any]]:
+    """One request line to its op and checked arguments; ProtocolError when it is not one."""
+    try:
+        msg = loads(line.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise errors.BadRequest(f"not JSON: {exc}") from None
+    if not isinstance(msg, dict) or not isinstance(msg.get("op"), str):
+        raise errors.BadRequest('a request is a JSON object with a string "op"')
+    name = msg.pop("op")
+    op = OPS.get(name)
+    if op is None:
+        raise errors.UnknownOp(f"unknown op {name!r}; ops: {', '.join(sorted(OPS))}")
+    return op, check_args(op, msg)
+
+
+def request_line(op: str, args: Mapping[str, Any]) -> bytes:
+    return (dumps({"op": op, **args}) + "\n").encode("utf-8")
+
+
+def result_reply(result: Any) -> bytes:
+    return (dumps({"ok": True, "result": result}) + "\n").encode("utf-8")
+
+
+def error_reply(exc: errors.DeskdexError, anyone: bool = False) -> bytes:
+    """The reply for ``exc``. ``anyone``: the caller is any local user of an enterprise-mode daemon,
+    who gets no message that could name internal paths or classes, only the code's meaning."""
+    code = exc.code if exc.code in ERRORS else errors.DaemonError.code
+    message = str(exc) if exc.shown_to_anyone or not anyone else ERRORS[code][1]
+    return (dumps({"ok": False, "error": {"code": code, "message": message, **exc.fields()}}) + "\n").encode("utf-8")
+
+
+def parse_reply(line: bytes) -> Any:
+    """The result of a reply line, or the exception its error stands for, raised."""
+    try:
+        reply = loads(line.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise errors.DaemonError(f"the daemon sent something that is not JSON: {exc}") from None
+    if not isinstance(reply, dict):
+        raise errors.DaemonError(f"the daemon sent {reply!r}, not a reply")
+    if reply.get("ok") is True:
+        return reply.get("result")
+    raise error_from_reply(reply.get("error"))
+
+
+def error_from_reply(error: Any) -> errors.DeskdexError:
+    """The exception an error reply stands for: the class of its code, with its fields."""
+    if not isinstance(error, dict):
+        return errors.DaemonError(f"the daemon answered with an error it did not describe: {error!r}")
+    code, message = str(error.get("code", "internal")), str(error.get("message", ""))
+    fields = {k: v for k, v in error.items() if k not in ("code", "message")}
+    cls = ERRORS[code][0] if code in ERRORS else None
+    if cls is None:
+        return errors.DaemonError(message, code)
+    return cls.from_wire(message, fields)
+
+
+# -- JSON with the C accelerator only: the json package costs more to import than a search takes ----
+def dumps(obj: Any, ascii_only: bool = True, spaced: bool = False) -> str:
+    """JSON text of ``obj``; ``spaced``: with json.dumps's default ", " and ": " (for people)."""
+    item, key = (", ", ": ") if spaced else (",", ":")
+    try:
+        import _json
+    except ImportError:  # not CPython
+        import json
+
+        return json.dumps(obj, ensure_ascii=ascii_only, separators=(item, key), allow_nan=False)
+    encode = _json.encode_basestring_ascii if ascii_only else _json.encode_basestring
+    return "".join(_json.make_encoder(None, _unserialisable, encode, None, key, item, False, False, False)(obj, 0))
+
+
+def loads(text: str) -> Any:
+    try:
+        import _json
+    except ImportError:  # not CPython
+        import json
+
+        return json.loads(text)
+    try:
+        value, end = _json.make_scanner(_Decoding())(text, _skip_space(text, 0))
+    except StopIteration as exc:
+        raise ValueError(f"expected a JSON value at {exc.value}") from None
+    if _skip_space(text, end) != len(text):
+        raise ValueError(f"extra data at {end}")
+    return value
+
+
+def _skip_space(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _unserialisable(obj: Any) -> Any:
+    raise TypeError(f"{type(obj).__name__} cannot cross the socket")
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+            dict: "an object"}.get(type(value), type(value).__name__)
+
+
+class _Decoding:
+    """What the C scanner of the json package reads its settings from (json.JSONDecoder's
+    defaults); using it directly spares importing json.decoder and with it re."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    memo: dict[str, str] = {}
+
+    @staticmethod
+    def parse_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+

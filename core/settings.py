@@ -1,0 +1,182 @@
+"""Settings: built-in defaults, then the TOML file under the config folder. There is no third layer:
+command-line options such as ``deskdex index --workers`` apply to that one run and are not settings.
+
+``SETTINGS`` is the one table of every setting, the ``[crawl]`` table's included: it validates the
+file, and a test checks each setting's name, type and default against docs/configuration.md.
+A setting of a table is named with its table (``crawl.delay``), as TOML's dotted keys would.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .errors import ConfigError
+from .paths import Home
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    name: str  # "workers", or "crawl.delay" for a key of the [crawl] table
+    default: Any
+    help: str
+    items: type | None = None  # a list's elements must be of this type
+
+    @property
+    def kind(self) -> type:
+        """The TOML type a value must have (an integer is accepted where a float is wanted)."""
+        return type(self.default)
+
+    @property
+    def table(self) -> str:
+        return self.name.rsplit(".", 1)[0] if "." in self.name else ""
+
+    @property
+    def key(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("folders", [], "Folders to index and watch. Empty: the Documents folder if it exists, else the home folder.", str),
+    Setting("exclude", [], "Extra gitignore-style patterns to leave out, added to the built-in exclusions.", str),
+    Setting("workers", 2, "Converter processes running at once (each at idle priority in the daemon)."),
+    Setting("time_limit", 60.0, "Seconds one file may take to convert before it is recorded as timed out."),
+    Setting("memory_limit_mb", 1024, "Address space one converter process may use, in MiB."),
+    Setting("max_file_mb", 256, "Files larger than this are recorded as too large and not read."),
+    Setting("commit_every", 1000, "Documents between two commits while indexing."),
+    Setting("commit_seconds", 30.0, "Longest time between two commits while indexing."),
+    Setting("dup_k", 4, "Near-duplicates: most simhash bits two documents may differ in (docs/duplicates.md)."),
+    Setting("dup_min_similarity", 0.5, "Near-duplicates: least share of word 5-gram fingerprints in common."),
+    Setting("index_on_battery", False, "Keep indexing when the computer runs on battery (else wait for power)."),
+    Setting("release_after", 20.0, "Quiet seconds after which the daemon ends its converters and closes the index."),
+    Setting("cpu_budget", 100, "Percent of the time the daemon may spend converting (a duty cycle; 100: no pause)."),
+    Setting("accounts", [], "Enterprise mode (`deskdex daemon --system`) only: the user accounts whose homes are "
+                            "indexed. Empty: every regular account (uid from UID_MIN of /etc/login.defs, a home "
+                            "and a login shell), including accounts added later.", str),
+    Setting("crawl.contact", "https://github.com/deskdex/deskdex",
+            "A URL or address about your crawler, sent in its User-Agent so site owners can reach you."),
+    Setting("crawl.delay", 1.0, "Seconds between two requests to one site (more if its robots.txt asks)."),
+    Setting("crawl.allow_private_addresses", False,
+            "Crawl private, loopback and link-local addresses too (off: a page cannot make the crawler reach "
+            "your network)."),
+    Setting("crawl.max_pages", 1000, "Pages one crawl of a site fetches at most."),
+    Setting("crawl.max_depth", 5, "Links followed away from a seed at most."),
+    Setting("crawl.timeout", 10.0, "Seconds one request may take."),
+    Setting("crawl.max_mb", 10, "Pages larger than this (MiB) are not fetched whole."),
+    Setting("crawl.revisit_budget_per_day", 1000.0, "Known pages the daemon may fetch again each day to keep them fresh."),
+    Setting("crawl.sites", [], "The crawls the daemon keeps fresh: tables with `url`, `scope` (host, domain or "
+                               "prefix), and optional `max_pages`, `max_depth`, `topic` (`deskdex crawl add`).", dict),
+)
+BY_NAME = {s.name: s for s in SETTINGS}
+DEFAULTS = {s.name: s.default for s in SETTINGS}
+TABLES = frozenset(s.table for s in SETTINGS if s.table)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every setting's value (``cfg["workers"]``, ``cfg["crawl.delay"]``) and the home it belongs to."""
+
+    values: Mapping[str, Any]
+    home: Home
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def folders(self) -> list[str]:
+        if self["folders"]:
+            return [os.path.abspath(os.path.expanduser(f)) for f in self["folders"]]
+        return [default_folder()]
+
+
+def default_folder() -> str:
+    import platformdirs
+
+    docs = platformdirs.user_documents_dir()
+    return docs if os.path.isdir(docs) and docs != os.path.expanduser("~") else os.path.expanduser("~")
+
+
+def read(path: str) -> dict[str, Any]:
+    """Every setting's value from the file at ``path`` (defaults where it is silent), checked
+    against the table: an unknown setting or a value of the wrong type names the file and the setting."""
+    values = dict(DEFAULTS)
+    for name, value in _flatten(_read_toml(path), path).items():
+        setting = BY_NAME.get(name)
+        if setting is None:
+            raise ConfigError(f"{path}: unknown setting {name!r}")
+        if not _fits(value, setting):
+            raise ConfigError(f"{path}: {name} must be {_describe(setting)}, not {value!r}")
+        values[name] = float(value) if setting.kind is float else value
+    return values
+
+
+def load(home: Home) -> Config:
+    return Config(read(home.config_file), home)
+
+
+def save(home: Home, updates: Mapping[str, Any]) -> None:
+    """Write ``updates`` (setting name → value) into the config file, keeping everything else in it."""
+    save_file(home.config_file, updates)
+
+
+def save_file(path: str, updates: Mapping[str, Any]) -> None:
+    """``save`` for the config file at ``path``."""
+    import tomli_w
+
+    for name, value in updates.items():
+        setting = BY_NAME.get(name)
+        if setting is None:
+            raise ConfigError(f"unknown setting {name!r}")
+        if not _fits(value, setting):
+            raise ConfigError(f"{name} must be {_describe(setting)}, not {value!r}")
+    data = _read_toml(path)
+    for name, value in updates.items():
+        table = data
+        for part in name.split(".")[:-1]:
+            table = table.setdefault(part, {})
+        table[name.rsplit(".", 1)[-1]] = value
+    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        tomli_w.dump(data, f)
+    os.replace(tmp, path)  # a crash never leaves half a config file
+
+
+def _read_toml(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+def _flatten(data: dict[str, Any], path: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in TABLES:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: [{key}] must be a table, not {value!r}")
+            out.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            out[key] = value
+    return out
+
+
+def _fits(value: Any, setting: Setting) -> bool:
+    kind = setting.kind
+    if isinstance(value, bool) != (kind is bool):
+        return False
+    if not (isinstance(value, kind) or (kind is float and isinstance(value, int))):
+        return False
+    return setting.items is None or all(isinstance(v, setting.items) for v in value)
+
+
+def _describe(setting: Setting) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+             dict: "a table"}
+    kind = names.get(setting.kind, setting.kind.__name__)
+    return f"{kind} of {names[setting.items].split()[-1]}s" if setting.items is not None else kind

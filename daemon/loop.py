@@ -1,0 +1,397 @@
+"""The long-running indexer: reconcile on start, then follow the watcher's change records.
+
+Threads: the main thread applies changes (the only writer); the watcher thread hands over
+settled batches; the socket server answers requests from its own threads (daemon/ops.py) with a
+separate read-only view of the index. Nothing wakes up while nothing changes: the main thread
+sleeps on a condition with no timeout unless there is something to finish (idle workers to
+release, or work held back by battery power).
+
+Enterprise mode (``system=True``, ``deskdex daemon --system``): the watched folders are the homes
+of the accounts (daemon/accounts.py), every document is stamped with who may read it
+(index/access.py), and any local user may connect: searches are filtered by the caller's uid as
+the kernel reports it, root sees everything, and only root may change anything. Permission
+changes are followed live for files (inotify IN_ATTRIB) and folders (a rescan of the folder,
+which converts nothing), and caught by every reconcile; account changes (/etc/passwd, /etc/group)
+are watched and bring a rescan of every home.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from deskdex import settings
+from deskdex.converters import Limits
+from deskdex.errors import ConfigError, DeskdexError, Interrupted
+from deskdex.index import Collection
+from deskdex.pipeline.coalesce import Changed, Deleted, Moved, Record, Rescan
+from deskdex.pipeline.indexer import Indexer, Summary
+from deskdex.pipeline.progress import progress_bar
+from deskdex.pipeline.scan import Excluder, FileInfo
+from deskdex.settings import Config
+
+from .accounts import AccountWatcher
+from .crawls import CrawlScheduler
+
+logger = logging.getLogger(__name__)
+
+
+class Daemon:
+    def __init__(self, cfg: Config, system: bool = False) -> None:
+        self.cfg = cfg
+        self.system = system
+        self.state = "starting"
+        self.current: str | None = None
+        self.notes: list[str] = []
+        self.offline: set[str] = set()
+        self.paused = False
+        self.on_battery = False
+        self.started = time.time()
+        self._busy_since = time.monotonic()
+        self._files_left = 0  # files of the reconcile under way not yet done (part of the queue)
+        self._records: list[Record] = []
+        self._rescan: set[str] = set()
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._check_accounts = False
+        self._homes: set[str] = set()  # the folders watched (enterprise mode: the homes found so far)
+        self._last_work = 0.0
+        self.coll = Collection.from_settings(cfg, writable=True)
+        self.reader = Collection.open(cfg.home.data_dir)
+        self._read_lock = threading.Lock()
+        self._write_lock = threading.RLock()  # the one writer: file changes and crawled pages take turns
+        self.limits = Limits.from_settings(cfg)
+        self.indexer = Indexer(self.coll, self.limits, workers=int(cfg["workers"]), idle=True,
+                               commit_every=int(cfg["commit_every"]), commit_seconds=float(cfg["commit_seconds"]),
+                               stop=self._stop)
+        self.watcher: Any = None
+        self.accounts = AccountWatcher(cfg["accounts"], self._ask_accounts_check) if system else None
+
+    # -- enterprise mode -------------------------------------------------------------------------
+    def folders(self) -> list[str]:
+        """The watched folders: the configured ones, or (system) the accounts' homes and those."""
+        if self.accounts is None:
+            return self.cfg.folders()
+        extra = [os.path.abspath(os.path.expanduser(f)) for f in self.cfg["folders"]]
+        return sorted(set(self.accounts.homes()) | set(extra))
+
+    def _fresh_access(self) -> None:
+        """A new access checker for each pass: folders' permissions are remembered only within one."""
+        if self.accounts is not None:
+            self.indexer.access = self.accounts.access_checker()
+
+    def _accounts_changed(self) -> None:
+        """/etc/passwd or /etc/group changed: watch new homes, drop removed ones, and look again at
+        who may read every document (group memberships may have changed)."""
+        assert self.accounts is not None
+        changed = self.accounts.reload()
+        before, after = self._homes, set(self.folders())
+        if not changed and before == after:
+            return
+        self._homes = after
+        if self.watcher is not None:
+            for home in after - before:
+                self.watcher.add(home)
+            for home in before - after:
+                self.watcher.remove(home)
+        with self._cond:
+            self._records.extend(Deleted(home, True) for home in sorted(before - after))
+            self._rescan.update(after if changed else after - before)
+            self._cond.notify_all()
+
+    def _ask_accounts_check(self) -> None:
+        with self._cond:
+            self._check_accounts = True
+            self._cond.notify_all()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask the daemon to stop: the file at hand is finished, the rest committed (signal-safe)."""
+        self._stop.set()
+        # Not under the condition's lock: this runs in a signal handler, maybe while the main
+        # thread holds it; the main loop looks at the event at least when it wakes.
+        threading.Thread(target=self._wake, daemon=True).start()
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+        if self.accounts is not None:
+            self.accounts.stop()
+        self.indexer.release()
+        self.coll.close()
+        self.reader.close()
+
+    def run(self, watch: bool = True, once: bool = False) -> None:
+        """Reconcile every folder, then apply changes until ``stop()``."""
+        from deskdex.pipeline.watch import Watcher
+
+        roots = self.folders()
+        self._homes = set(roots)
+        if watch and not once:
+            self.watcher = Watcher(self.enqueue, patterns=self.cfg["exclude"], attrib=self.system).start()
+            if self.accounts is not None:
+                self.accounts.start()
+            for root in roots:
+                if not self.watcher.add(root):
+                    self.note(f"{root} cannot be watched live; it is rescanned on start")
+        crawls = None
+        try:
+            with self._write_lock:
+                self.reconcile(roots)
+            if once:
+                return
+            crawls = CrawlScheduler(self.cfg.home.config_file, self.coll, self._write_lock, self.limits).start()
+            while True:
+                with self._cond:
+                    while not self._stop.is_set() and not self._has_work():
+                        self.state = "paused" if self.paused or self.on_battery else "idle"
+                        self._cond.wait(self._wait_timeout())
+                        self._release_if_idle()
+                    if self._stop.is_set():
+                        break
+                    check, self._check_accounts = self._check_accounts, False
+                if check:
+                    self._accounts_changed()
+                with self._cond:
+                    records, self._records = self._records, []
+                    rescans, self._rescan = self._rescan, set()
+                with self._write_lock:
+                    self.apply(records, rescans)
+        except Interrupted as exc:
+            logger.info("%s", exc)
+        finally:
+            if crawls is not None:
+                crawls.stop()
+        self.state = "stopping"
+
+    def _has_work(self) -> bool:
+        return not self.paused and not self._battery_hold() and bool(
+            self._records or self._rescan or self._check_accounts)
+
+    def _battery_hold(self) -> bool:
+        """True while work waits for mains power (checked only when there is work)."""
+        if self.cfg["index_on_battery"] or not (self._records or self._rescan):
+            self.on_battery = False
+            return False
+        from .power import on_battery
+
+        was, self.on_battery = self.on_battery, on_battery()
+        if self.on_battery and not was:
+            self.note("on battery: indexing waits for mains power (setting index_on_battery)")
+        return self.on_battery
+
+    def _holding(self) -> bool:
+        """Something kept only for work to come: converter processes or an open tantivy index."""
+        return self.indexer.holding_workers or not self.coll.suspended or not self.reader.suspended
+
+    def _wait_timeout(self) -> float | None:
+        if self.on_battery:
+            return 60.0  # look at the power supply again in a minute, only while work waits
+        if self._holding():
+            return max(0.1, self._last_work + float(self.cfg["release_after"]) - time.monotonic())
+        return None  # nothing to do, nothing held: sleep until something happens
+
+    def _release_if_idle(self) -> None:
+        """After ``release_after`` quiet seconds: converters end, tantivy is let go (its threads
+        and caches); all come back on the next change or search. Then nothing runs at all."""
+        if not self._holding() or time.monotonic() - self._last_work < float(self.cfg["release_after"]):
+            return
+        self.indexer.release()
+        with self._write_lock:
+            self.coll.suspend()
+        with self._read_lock:
+            self.reader.suspend()
+
+    @contextmanager
+    def reading(self) -> Iterator[Collection]:
+        """The read-only view of the index, for the socket's threads; a use counts as work, so
+        the release timer runs again."""
+        with self._read_lock:
+            yield self.reader
+        with self._cond:
+            self._last_work = time.monotonic()
+            self._cond.notify_all()
+
+    def writing(self) -> threading.RLock:
+        """Hold while using the writable collection from another thread than the main one."""
+        return self._write_lock
+
+    def queue_length(self) -> int:
+        with self._cond:
+            return len(self._records) + len(self._rescan) + self._files_left
+
+    # -- input -------------------------------------------------------------------------------------
+    def enqueue(self, records: list[Record]) -> None:
+        """Called by the watcher with each settled batch."""
+        with self._cond:
+            for r in records:
+                if isinstance(r, Rescan):
+                    self._rescan.add(r.path)
+                    if r.reason in ("overflow", "watch_limit", "unwatchable"):
+                        self.note(f"live watching lost events ({r.reason}) under {r.path}: fell back to a scan")
+                else:
+                    self._records.append(r)
+            self._cond.notify_all()
+
+    def note(self, text: str) -> None:
+        logger.warning("%s", text)
+        self.notes = (self.notes + [text])[-10:]
+
+    # -- what the socket's clients change ------------------------------------------------------------
+    def pause(self, paused: bool) -> None:
+        with self._cond:
+            self.paused = paused
+            if paused and self.state == "idle":
+                self.state = "paused"
+            elif not paused and self.state == "paused" and not self.on_battery:
+                self.state = "idle"  # the main loop says "indexing" as soon as it takes up work
+            self._cond.notify_all()
+
+    def add_folder(self, path: str) -> None:
+        """Watch one more folder (kept in the config file) and index it."""
+        if not os.path.isdir(path):
+            raise ConfigError(f"not a folder: {path}")
+        # The default folder stays watched when the first is added (a system daemon has none).
+        folders = self.configured_folders() if self.system else self.cfg.folders()
+        if path in folders:
+            return
+        self._set("folders", folders + [path])
+        if self.watcher is not None:
+            self.watcher.add(path)
+        with self._cond:
+            self._rescan.add(path)
+            self._cond.notify_all()
+
+    def remove_folder(self, path: str) -> None:
+        """Stop watching a folder (in the config file too) and drop its documents."""
+        self._set("folders", [f for f in self.configured_folders() if f != path])
+        if self.watcher is not None:
+            self.watcher.remove(path)
+        with self._cond:
+            self._records.append(Deleted(path, True))
+            self._cond.notify_all()
+
+    def configured_folders(self) -> list[str]:
+        return [os.path.abspath(os.path.expanduser(f)) for f in self.cfg["folders"]]
+
+    def set_excludes(self, patterns: list[str]) -> None:
+        self._set("exclude", patterns)
+        if self.watcher is not None:
+            self.watcher.set_patterns(patterns)
+        with self._cond:
+            self._rescan.update(self.folders())  # newly excluded files leave, re-included ones come back
+            self._cond.notify_all()
+
+    def _set(self, key: str, values: list[str]) -> None:
+        settings.save(self.cfg.home, {key: values})
+        self.cfg = settings.load(self.cfg.home)
+
+    # -- applying changes ----------------------------------------------------------------------------
+    def reconcile(self, roots: list[str]) -> Summary:
+        """Bring the catalog in line with the disk under ``roots`` (changes made while we were down)."""
+        self.state = "scanning"
+        self._busy_since = time.monotonic()
+        present = [r for r in roots if os.path.isdir(r) or os.path.isfile(r)]
+        for r in set(roots) - set(present):
+            if r not in self.offline:
+                self.offline.add(r)
+                self.note(f"{r} is missing (unmounted?): its documents are kept, marked offline")
+        self.offline -= set(present)
+        self._fresh_access()
+        files = self.indexer.scan(present, self.cfg["exclude"])
+        self.state = "indexing"
+        bar = progress_bar(len(files), min_total=50, leave=False)
+        self._files_left = len(files)
+        progress = self._progress if bar is None else (lambda n, path: (bar.update(n), self._progress(n, path)))
+        try:
+            summary = self.indexer.sync(present, files, progress=progress)
+        finally:
+            self._files_left = 0
+            if bar is not None:
+                bar.close()
+        self.current = None
+        self._last_work = time.monotonic()
+        logger.info("reconciled %s: indexed %d, unchanged %d, removed %d, failed %d", ", ".join(present),
+                    summary.indexed, summary.unchanged, summary.removed, sum(summary.failed.values()))
+        return summary
+
+    def _progress(self, n: int, path: str) -> None:
+        self.current = path
+        self._files_left = max(0, self._files_left - n)
+        budget = float(self.cfg["cpu_budget"])
+        if 0 < budget < 100:
+            # A duty cycle: after busy time t, rest t * (100 / budget - 1).
+            busy = time.monotonic() - self._busy_since
+            if busy > 0.5:
+                self._stop.wait(busy * (100.0 / budget - 1.0))
+                self._busy_since = time.monotonic()
+
+    def apply(self, records: list[Record], rescans: set[str]) -> None:
+        self.state = "indexing"
+        excluder = Excluder(self.cfg["exclude"])
+        roots = self.folders()
+        self._fresh_access()
+        try:
+            changed: list[FileInfo] = []
+            for r in records:
+                if isinstance(r, Moved):
+                    if _inside(r.dst, roots):
+                        self.indexer.move(r.src, r.dst)
+                    else:
+                        self.indexer.remove(r.src)
+                elif isinstance(r, Deleted):
+                    if r.path in roots:
+                        self.offline.add(r.path)
+                        self.note(f"{r.path} disappeared: its documents are kept, marked offline")
+                    else:
+                        self.indexer.remove(r.path)
+                elif isinstance(r, Changed):
+                    info = _stat(r.path)
+                    if info is None:
+                        self.indexer.remove(r.path)
+                    elif not _excluded(r.path, roots, excluder):
+                        changed.append(info)
+            if changed:
+                self.indexer.update(changed, progress=self._progress)
+            self.coll.commit()
+            for path in rescans:
+                self.reconcile([p for p in roots if p == path or path.startswith(p.rstrip("/") + "/")
+                                or p.startswith(path.rstrip("/") + "/")] or [path])
+        except Interrupted:
+            raise
+        except DeskdexError as exc:
+            self.note(f"could not apply changes: {exc}")
+        finally:
+            self.current = None
+            self._last_work = time.monotonic()
+            self.state = "paused" if self.paused else "idle"
+
+
+def _inside(path: str, roots: list[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _stat(path: str) -> FileInfo | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return FileInfo(path, st.st_size, st.st_mtime)
+
+
+def _excluded(path: str, roots: list[str], excluder: Excluder) -> bool:
+    for r in roots:
+        if path.startswith(r.rstrip("/") + "/"):
+            return excluder.excluded(os.path.relpath(path, r), False)
+    return True  # outside every watched folder

@@ -1,0 +1,167 @@
+"""The daemon's socket ops: one method per op of deskdex.protocol, run on the socket server's
+threads. The server has checked the arguments against the protocol and, on an enterprise-mode
+daemon, refused other users every op that is not public; what each op shows such a caller is
+decided here (their own documents only, counts without paths).
+
+Who asks is the kernel's word (SO_PEERCRED), never an argument of the request.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from deskdex import protocol
+from deskdex.errors import BadArgs
+from deskdex.index import reports, search
+from deskdex.index.access import EVERYONE
+from deskdex.pipeline.similar import convert_one, near_duplicates
+
+if TYPE_CHECKING:
+    from .loop import Daemon
+    from .server import Peer, Request
+
+
+class Ops:
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self._counts: tuple[str | None, dict[str, Any], dict[str, int]] | None = None
+
+    def handlers(self) -> dict[str, Callable[[Request], Any]]:
+        """The server's table: every op of the protocol, each given the checked request."""
+        table: dict[str, Callable[[Request], Any]] = {
+            "status": self.status, "search": self.search, "pause": self.pause, "resume": self.resume,
+            "watch_list": self.watch_list, "watch_add": self.watch_add, "watch_remove": self.watch_remove,
+            "exclude_list": self.exclude_list, "exclude_add": self.exclude_add,
+            "exclude_remove": self.exclude_remove, "dups": self.dups, "duplicates": self.duplicates,
+        }
+        assert set(table) == set(protocol.OPS), "every op of the protocol has its handler, and no other"
+        return table
+
+    def _other_user(self, peer: Peer) -> bool:
+        """An enterprise-mode caller who is not root: sees only what they may read."""
+        return self.daemon.system and peer.uid != 0
+
+    # -- public ops --------------------------------------------------------------------------------
+    def status(self, req: Request) -> dict[str, Any]:
+        d = self.daemon
+        other = self._other_user(req.peer)
+        with d.reading() as reader:
+            last = reader.catalog.get_meta("last_commit")
+            if self._counts is None or self._counts[0] != last:
+                # Counting a big catalog takes a while: once per commit, not once per question
+                # (the tray asks every few seconds).
+                self._counts = (last, reader.catalog.counts(), reader.sizes())
+            counts, sizes = dict(self._counts[1]), self._counts[2]
+            if req.args["failures"] and not other:  # no paths of others' files
+                counts["failures"] = reports.failures(reader)
+        out = {"state": d.state, "queue": d.queue_length(), "current": d.current, **counts, **sizes,
+               "cpu_seconds": round(self._cpu_seconds(), 2),
+               "last_commit": float(last) if last else None, "folders": d.folders(),
+               "offline": sorted(d.offline), "notes": d.notes, "pid": os.getpid(),
+               "converted": d.indexer.converted, "paused": d.paused,
+               "uptime": round(time.time() - d.started, 1), "system": d.system}
+        if other:
+            for key in ("current", "folders", "offline", "notes", "pid"):
+                out[key] = [] if isinstance(out[key], list) else None
+        return out
+
+    def _cpu_seconds(self) -> float:
+        """CPU used since start: this process, converters already ended, and those running."""
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        total = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+        for pid in self.daemon.indexer.worker_pids():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            except (OSError, IndexError, ValueError):
+                pass  # not Linux, or the worker just ended
+        return total
+
+    def search(self, req: Request) -> dict[str, Any]:
+        a = req.args
+        reader_uid = None
+        if self._other_user(req.peer):
+            reader_uid = req.peer.uid if req.peer.uid is not None else EVERYONE
+        with self.daemon.reading() as reader:
+            found = search(reader, a["query"], limit=a["limit"], offset=a["offset"], sort=a["sort"],
+                           collapse=not a["all"], reader=reader_uid, snippets=a["snippets"])
+        return found.to_json()
+
+    # -- root's (or the owner's) ops ------------------------------------------------------------------
+    def dups(self, req: Request) -> dict[str, Any]:
+        path = req.args["path"]
+        if path is None:
+            with self.daemon.reading() as reader:
+                return reports.clusters(reader)
+        if not os.path.isabs(path):
+            raise BadArgs(f"dups: path must be absolute, not {path!r}")
+        # Converted before any lock is taken (it may take up to the time limit); the duplicate
+        # tables are read through the read-only view, so searches and indexing go on meanwhile.
+        doc = convert_one(path, self.daemon.limits)
+        with self.daemon.reading() as reader:
+            return near_duplicates(reader, path, doc)
+
+    def duplicates(self, req: Request) -> dict[str, Any]:
+        """The other documents of a search hit's cluster (the tray expands a hit with them)."""
+        with self.daemon.reading() as reader:
+            row = reader.get(req.args["uri"])
+            others = reader.duplicates_of(row) if row is not None else []
+        return {"paths": [r.uri if "#" in r.uri else r.path for r in others]}
+
+    def pause(self, req: Request) -> dict[str, Any]:
+        self.daemon.pause(True)
+        return {"state": self.daemon.state, "paused": True}
+
+    def resume(self, req: Request) -> dict[str, Any]:
+        self.daemon.pause(False)
+        return {"state": self.daemon.state, "paused": False}
+
+    def watch_list(self, req: Request) -> dict[str, Any]:
+        out = []
+        with self.daemon.reading() as reader:
+            for f in self.daemon.folders():
+                n = reports.folder_counts(reader, f)
+                out.append({"path": f, "documents": n["ok"], "failed": n["failed"],
+                            "offline": f in self.daemon.offline})
+        return {"folders": out}
+
+    def watch_add(self, req: Request) -> dict[str, Any]:
+        self.daemon.add_folder(_absolute(req.args["path"]))
+        return self.watch_list(req)
+
+    def watch_remove(self, req: Request) -> dict[str, Any]:
+        path = _absolute(req.args["path"])
+        watched = self.daemon.configured_folders() if self.daemon.system else self.daemon.cfg.folders()
+        if path not in watched:
+            raise BadArgs(f"watch_remove: {path} is not a watched folder")
+        self.daemon.remove_folder(path)
+        return self.watch_list(req)
+
+    def exclude_list(self, req: Request) -> dict[str, Any]:
+        return {"exclude": list(self.daemon.cfg["exclude"])}
+
+    def exclude_add(self, req: Request) -> dict[str, Any]:
+        pattern = req.args["pattern"]
+        if not pattern.strip():
+            raise BadArgs("exclude_add: the pattern is empty")
+        current = list(self.daemon.cfg["exclude"])
+        if pattern not in current:
+            self.daemon.set_excludes(current + [pattern])
+        return self.exclude_list(req)
+
+    def exclude_remove(self, req: Request) -> dict[str, Any]:
+        current = list(self.daemon.cfg["exclude"])
+        if req.args["pattern"] not in current:
+            raise BadArgs(f"exclude_remove: {req.args['pattern']!r} is not a configured pattern")
+        self.daemon.set_excludes([p for p in current if p != req.args["pattern"]])
+        return self.exclude_list(req)
+
+
+def _absolute(path: str) -> str:
+    if not os.path.isabs(os.path.expanduser(path)):
+        raise BadArgs(f"a path sent to the daemon must be absolute, not {path!r}")
+    return os.path.abspath(os.path.expanduser(path))
