@@ -77,20 +77,15 @@ def cmd_watch(args: argparse.Namespace) -> int:
         print(f"deskdex: watch {args.action} needs at least one PATH", file=sys.stderr)
         return EXIT_USAGE
     result = None
-    for p in args.paths:
+    for p in args.paths if args.action != "list" else []:
         path = os.path.abspath(os.path.expanduser(p))
         if args.action == "add" and not os.path.isdir(path):
             print(f"deskdex: not a folder: {p}", file=sys.stderr)
             return EXIT_USAGE
         result = ask_daemon(args, f"watch_{args.action}", path=path)
-        if result is None:  # no daemon: the config file alone, read on the next start
-            folders = settings.load(home).folders()
-            if args.action == "remove" and path not in folders:
-                print(f"deskdex: not a watched folder: {p}", file=sys.stderr)
-                return EXIT_ERROR
-            folders = folders + [path] if args.action == "add" and path not in folders else \
-                [f for f in folders if f != path] if args.action == "remove" else folders
-            settings.save(home, {"folders": folders})
+        if result is None and not _change_list(home, "folders", settings.load(home).folders(), args.action, path,
+                                               "not a watched folder"):
+            return EXIT_ERROR
     if result is None:
         result = ask_daemon(args, "watch_list")
     folders = result["folders"] if result else [{"path": f} for f in settings.load(home).folders()]
@@ -103,6 +98,19 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _change_list(home: Home, key: str, current: list[str], action: str, item: str, absent: str) -> bool:
+    """No daemon runs: add ``item`` to, or remove it from, the list setting ``key`` (now ``current``) in
+    the config file, read on the next start. False, once said why, when removing what is not there."""
+    if action == "remove" and item not in current:
+        print(f"deskdex: {absent}: {item}", file=sys.stderr)
+        return False
+    if action == "add":
+        settings.save(home, {key: current if item in current else current + [item]})
+    else:
+        settings.save(home, {key: [x for x in current if x != item]})
+    return True
+
+
 def cmd_exclude(args: argparse.Namespace) -> int:
     home = home_of(args).ensure()
     if args.action != "list" and not args.patterns:
@@ -111,17 +119,10 @@ def cmd_exclude(args: argparse.Namespace) -> int:
     if args.action == "add" and any(not p.strip() for p in args.patterns):
         print("deskdex: an empty pattern excludes nothing: give a gitignore-style pattern", file=sys.stderr)
         return EXIT_USAGE
-    for pattern in args.patterns:
-        if ask_daemon(args, f"exclude_{args.action}", pattern=pattern) is None:
-            current = list(settings.load(home)["exclude"])
-            if args.action == "remove" and pattern not in current:
-                print(f"deskdex: not an excluded pattern: {pattern}", file=sys.stderr)
-                return EXIT_ERROR
-            if args.action == "add":
-                new = current if pattern in current else current + [pattern]
-            else:
-                new = [p for p in current if p != pattern]
-            settings.save(home, {"exclude": new})
+    for pattern in args.patterns if args.action != "list" else []:
+        if ask_daemon(args, f"exclude_{args.action}", pattern=pattern) is None and not _change_list(
+                home, "exclude", list(settings.load(home)["exclude"]), args.action, pattern, "not an excluded pattern"):
+            return EXIT_ERROR
     patterns = list(settings.load(home)["exclude"])
     if args.json:
         print_json({"exclude": patterns})
