@@ -2,8 +2,12 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
+# `make test SYSTEM_DEPS="pkg ..."` checks those Debian packages instead of packaging/system-deps.sh's
+# list (tests/test_installed.py passes a made-up one); PYTEST_ARGS narrows the run (`-k service`).
+SYSTEM_DEPS ?=
+PYTEST_ARGS ?=
 
-.PHONY: run test install install-test bench clean
+.PHONY: run test check system-deps install install-test bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,10 +26,34 @@ install-test: $(BIN)/python
 run: install
 	$(BIN)/deskdex daemon
 
-# pytest exits 5 when it collected no test: that must fail, not pass.
-test: install-test
-	$(BIN)/python -m pytest; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest ran no test: failing" >&2; exit 1; fi; exit $$rc
+# As root: installs the Debian packages the tests need. As another user: names the missing ones and
+# fails, before anything is created or run. $(PYTHON) is checked only while it still has a venv to make.
+system-deps:
+	@PYTHON_FOR_VENV=$(if $(wildcard $(BIN)/python),,$(PYTHON)) bash packaging/system-deps.sh $(SYSTEM_DEPS)
+
+# In steps, each by itself (sub-makes), so that even `make -j test` checks the system first.
+test: system-deps
+	@$(MAKE) --no-print-directory install-test
+	@$(MAKE) --no-print-directory check
+
+# The suite as installed, without installing. pytest exits 5 when it collected no test: that fails.
+# Every process the suite starts inherits DESKDEX_TEST_RUN; one still carrying it once pytest has
+# exited (a daemon or worker a failed test did not stop) is named, killed, and fails the run, so
+# `make test` leaves nothing behind. The INT trap keeps this shell alive through Ctrl-C, which pytest
+# gets too, so the sweep still runs.
+check:
+	@run="$$$$.$$(date +%s%N)"; named=; trap : INT; \
+	DESKDEX_TEST_RUN="$$run" $(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest ran no test: failing" >&2; rc=1; fi; \
+	for sig in TERM TERM KILL KILL; do \
+	  left=$$(grep -lsxzF "DESKDEX_TEST_RUN=$$run" /proc/[0-9]*/environ | cut -d/ -f3); \
+	  [ -n "$$left" ] || break; \
+	  if [ -z "$$named" ]; then \
+	    echo "make: the tests left these processes behind; killing them:" >&2; \
+	    ps -o pid=,args= -p "$$(echo $$left | tr ' ' ,)" >&2; named=1; [ $$rc -ne 0 ] || rc=1; \
+	  fi; \
+	  kill -$$sig $$left 2>/dev/null; sleep 1; \
+	done; exit $$rc
 
 bench: install
 	$(BIN)/python benchmarks/index_corpus.py

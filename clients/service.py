@@ -24,6 +24,9 @@ logger = logging.getLogger(__name__)
 NAME = "deskdex"
 SYSTEMD_UNIT = "deskdex.service"
 LAUNCHD_LABEL = "org.deskdex.daemon"
+# What to run once a user systemd manager is reachable, after `service install` could not reach one.
+_ENABLE_HINT = ("Where a user manager runs (a desktop login; over ssh, after `loginctl enable-linger $USER`): "
+                f"systemctl --user daemon-reload && systemctl --user enable --now {SYSTEMD_UNIT}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +81,12 @@ def render(kind: str | None = None, home: str | None = None, argv: list[str] | N
 
 
 def install(home: str | None = None, start: bool = True) -> Unit:
-    """Write the unit, register it and (with ``start``) start it now."""
+    """Write the unit, register it and (with ``start``) start it now.
+
+    Where no user systemd manager is reachable (containers, ssh sessions, machines without
+    systemd) the unit is still written: without ``start`` that is success, and stderr says how to
+    enable it once a manager runs; with ``start`` it is a ServiceError, since nothing can start it.
+    """
     unit = render(home=home)
     os.makedirs(os.path.dirname(unit.path), mode=0o700, exist_ok=True)
     encoding = "utf-16" if unit.kind == "task" else "utf-8"  # schtasks wants what the XML declares
@@ -86,8 +94,16 @@ def install(home: str | None = None, start: bool = True) -> Unit:
     with open(fd, "w", encoding=encoding) as f:
         f.write(unit.text)
     if unit.kind == "systemd":
-        _run(["systemctl", "--user", "daemon-reload"])
-        _run(["systemctl", "--user", "enable", *(["--now"] if start else []), SYSTEMD_UNIT])
+        unreachable = systemd_unreachable()
+        if unreachable is None:
+            _run(["systemctl", "--user", "daemon-reload"])
+            _run(["systemctl", "--user", "enable", *(["--now"] if start else []), SYSTEMD_UNIT])
+        elif start:
+            raise ServiceError(f"wrote {unit.path} but cannot start it: {unreachable}. {_ENABLE_HINT}")
+        else:
+            # Printed here rather than logged: the command line shows only errors from its logger,
+            # and this is what the person who ran `service install --no-start` needs next.
+            print(f"deskdex: not enabled yet, {unreachable}. {_ENABLE_HINT}", file=sys.stderr)
     elif unit.kind == "launchd":
         _run(["launchctl", "bootstrap", f"gui/{os.getuid()}", unit.path])
     else:
@@ -98,20 +114,36 @@ def install(home: str | None = None, start: bool = True) -> Unit:
     return unit
 
 
+def systemd_unreachable() -> str | None:
+    """None when ``systemctl --user`` reaches a user manager, else why not (systemctl's own words)."""
+    if shutil.which("systemctl") is None:
+        return "systemctl is not installed"
+    try:
+        proc = subprocess.run(["systemctl", "--user", "show-environment"], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        return "systemctl --user did not answer within 30 s"
+    if proc.returncode == 0:
+        return None
+    return "no user systemd manager is reachable (" + ((proc.stderr or proc.stdout).strip() or
+                                                       f"systemctl exited {proc.returncode}") + ")"
+
+
 def uninstall() -> Unit:
     """Stop the service, unregister it and remove its file. Not installed is not an error."""
     unit = render()
-    if unit.kind == "systemd":
+    # Without a reachable manager nothing is registered or running: only the file is left to remove.
+    manager = unit.kind == "systemd" and systemd_unreachable() is None
+    if manager:
         _run(["systemctl", "--user", "disable", "--now", SYSTEMD_UNIT], check=False)
     elif unit.kind == "launchd":
         _run(["launchctl", "bootout", f"gui/{os.getuid()}/{LAUNCHD_LABEL}"], check=False)
-    else:
+    elif unit.kind == "task":
         _run(["schtasks", "/Delete", "/TN", NAME, "/F"], check=False)
     try:
         os.unlink(unit.path)
     except FileNotFoundError:
         pass
-    if unit.kind == "systemd":
+    if manager:
         _run(["systemctl", "--user", "daemon-reload"], check=False)
     return unit
 

@@ -1,29 +1,46 @@
 #!/usr/bin/env bash
-# System packages the test suite needs beyond Python (installed as root with apt-get on Debian).
-# Idempotent: installs only what is missing, and runs `apt-get update` only then.
-#   packaging/system-deps.sh                 the test suite's packages; what is missing only warns
-#   packaging/system-deps.sh --require P...  packages P (system-deps-bench.sh); missing ones fail
+# The Debian packages `make test` needs beyond Python, checked before anything else runs (the Makefile's
+# `test` target calls this first).
+#   packaging/system-deps.sh           the test suite's packages
+#   packaging/system-deps.sh PKG...    those packages instead (system-deps-bench.sh; tests pass made-up names)
+# Nothing missing: silent, exit 0. Something missing: as root with apt-get, installs it (running
+# `apt-get update` only then); as another user, names it with the command that installs it and exits 1,
+# so `make test` stops before it creates a venv or runs a test, instead of tests skipping one by one.
+# Without dpkg-query (not Debian) it cannot tell: it says so and exits 0; the tests needing a tool skip.
+# $PYTHON_FOR_VENV, when set (the Makefile sets it while .venv does not exist yet): that Python must be
+# able to create a venv, which Debian's python3 cannot without its pythonX.Y-venv package (ensurepip).
 set -euo pipefail
-require=0
-if [ "${1:-}" = --require ]; then require=1; shift; fi
 # acl: getfacl/setfacl for the privacy tests; util-linux: setpriv, unshare; systemd: systemd-analyze
 # verifies the user unit; xvfb and the X11/EGL libraries: Qt's xcb platform for the tray tests.
 PKGS=(acl util-linux systemd poppler-utils xvfb libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1
       libxcb-image0 libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xfixes0 libxcb-xkb1 libegl1 libgl1
       libfontconfig1 libdbus-1-3)
 if [ $# -gt 0 ]; then PKGS=("$@"); fi
+if ! command -v dpkg-query >/dev/null; then
+  echo "system-deps: not a Debian system (no dpkg-query): not checking ${PKGS[*]}; tests needing them will skip" >&2
+  exit 0
+fi
+if [ -n "${PYTHON_FOR_VENV:-}" ]; then
+  if ! command -v "$PYTHON_FOR_VENV" >/dev/null; then
+    PKGS+=(python3-venv)  # depends on python3: a minimal Debian has neither
+  elif ! "$PYTHON_FOR_VENV" -c 'import ensurepip' 2>/dev/null; then
+    PKGS+=("$("$PYTHON_FOR_VENV" -c 'import sys; print("python%d.%d-venv" % sys.version_info[:2])')")
+  fi
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get update -q
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
-  elif [ $require = 1 ]; then
-    echo "system-deps: missing ${missing[*]} (install them as root: sudo $0 --require ${missing[*]})" >&2
-    exit 1
-  else
-    echo "system-deps: missing ${missing[*]} (install them as root); tests that need them will skip" >&2
-  fi
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "system-deps: installing ${missing[*]}" >&2
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+  exit 0
 fi
+{
+  echo "system-deps: missing Debian packages: ${missing[*]}"
+  echo "Install them as root, then run the command again:"
+  echo "  sudo apt-get install ${missing[*]}"
+} >&2
+exit 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import plistlib
 import shutil
@@ -9,11 +10,14 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
 from deskdex.clients import service
 from deskdex.daemon.power import on_battery
+
+from .conftest import DESKDEX
 
 HOME_WITH_SPACE = "/tmp/my home/deskdex"
 
@@ -68,15 +72,25 @@ def test_windows_task(tmp_path):
     assert root.find("t:Settings/t:Priority", ns).text == "10"
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the systemd code path runs on Linux")
-def test_install_writes_a_private_unit_and_says_when_systemd_is_unreachable(tmp_path, monkeypatch):
+def no_user_manager(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """An environment where ``systemctl --user`` reaches no manager, as in a container or over ssh:
+    no session bus address and an empty runtime folder. A real systemctl then fails to connect; on
+    a desktop this keeps the test away from the real manager and the real ~/.config."""
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
-    reachable = shutil.which("systemctl") and subprocess.run(
-        ["systemctl", "--user", "is-system-running"], capture_output=True).returncode in (0, 1) and \
-        subprocess.run(["systemctl", "--user", "show-environment"], capture_output=True).returncode == 0
-    if reachable:
-        pytest.skip("a user systemd manager runs here: test_real_systemd covers it")
-    with pytest.raises(service.ServiceError, match="systemctl"):
+    return dict(os.environ)
+
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the systemd code path runs on Linux")
+
+
+@linux_only
+def test_install_and_start_fails_clearly_without_a_user_manager(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    no_user_manager(tmp_path, monkeypatch)
+    with pytest.raises(service.ServiceError, match=r"cannot start it: .*systemctl --user enable --now deskdex\.service"):
         service.install(home=str(tmp_path / "home"))
     path = tmp_path / "cfg" / "systemd" / "user" / "deskdex.service"
     assert oct(path.stat().st_mode & 0o777) == "0o600" and "ExecStart=" in path.read_text()
@@ -85,13 +99,51 @@ def test_install_writes_a_private_unit_and_says_when_systemd_is_unreachable(tmp_
     assert not path.exists() and service.status()["installed"] is False
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="systemd is Linux")
+@linux_only
+def test_service_install_no_start_succeeds_without_a_user_manager(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The command as users run it: the console script, in a session without a user manager.
+    env = dict(no_user_manager(tmp_path, monkeypatch), NO_COLOR="1")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([DESKDEX, "service", *args], capture_output=True, text=True, env=env, timeout=60)
+
+    path = tmp_path / "cfg" / "systemd" / "user" / "deskdex.service"
+    proc = run("install", "--no-start", "--home", str(tmp_path / "home"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"installed systemd service: {path}"
+    # It says why it is not enabled and how to enable it, and does not call that an error.
+    assert "not enabled yet" in proc.stderr, proc.stderr
+    assert "systemctl is not installed" in proc.stderr or "no user systemd manager is reachable" in proc.stderr
+    assert "systemctl --user daemon-reload && systemctl --user enable --now deskdex.service" in proc.stderr
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    assert f"daemon --home {tmp_path / 'home'}" in path.read_text().replace('"', "")
+    if shutil.which("systemd-analyze"):
+        check = verify(str(path), tmp_path)
+        assert check.returncode == 0 and "ignoring" not in check.stderr, check.stderr
+    status = json.loads(run("status", "--json").stdout)
+    assert status["installed"] is True and status["state"].startswith("unknown"), status
+    proc = run("uninstall")
+    assert proc.returncode == 0 and not path.exists(), proc.stderr
+
+
+@linux_only
+def test_real_systemd_no_start_enables_without_starting(tmp_path: Path) -> None:
+    # Needs a user manager, which containers and CI machines lack: skipped there, saying why.
+    if (why := service.systemd_unreachable()) is not None:
+        pytest.skip(why)
+    try:
+        service.install(home=str(tmp_path / "home"), start=False)
+        enabled = subprocess.run(["systemctl", "--user", "is-enabled", "deskdex.service"], capture_output=True, text=True)
+        assert enabled.stdout.strip() == "enabled", enabled
+        assert service.status()["state"] != "active"
+    finally:
+        service.uninstall()
+
+
+@linux_only
 def test_real_systemd_starts_the_daemon(tmp_path):
-    probe = subprocess.run(["systemctl", "--user", "show-environment"], capture_output=True, text=True) \
-        if shutil.which("systemctl") else None
-    if probe is None or probe.returncode:
-        reason = probe.stderr.strip() if probe is not None else "systemctl not installed"
-        pytest.skip(f"no user systemd manager reachable ({reason})")
+    if (why := service.systemd_unreachable()) is not None:
+        pytest.skip(why)
     home = tmp_path / "home"
     try:
         service.install(home=str(home))
