@@ -50,13 +50,14 @@ class Arg:
             return None
         if isinstance(value, bool) != (self.kind is bool) or not isinstance(value, self.kind):
             raise errors.BadArgs(f"{op}: {self.name} must be {self.type_name()}, not {_json_type(value)}")
-        if self.minimum is not None and value < self.minimum:
+        # Bounds are given for integer arguments only, and value is of the argument's kind.
+        if self.minimum is not None and isinstance(value, int) and value < self.minimum:
             raise errors.BadArgs(f"{op}: {self.name} must be at least {self.minimum}, not {value}")
-        if self.maximum is not None and value > self.maximum:
+        if self.maximum is not None and isinstance(value, int) and value > self.maximum:
             raise errors.BadArgs(f"{op}: {self.name} must be at most {self.maximum}, not {value}")
         if self.choices and value not in self.choices:
             raise errors.BadArgs(f"{op}: {self.name} must be one of {', '.join(self.choices)}, not {value!r}")
-        if self.kind is list and not all(isinstance(v, str) for v in value):
+        if isinstance(value, list) and not all(isinstance(v, str) for v in value):
             raise errors.BadArgs(f"{op}: {self.name} must be a list of strings")
         return value
 
@@ -233,7 +234,8 @@ def loads(text: str) -> Any:
 
         return json.loads(text)
     try:
-        value, end = _json.make_scanner(_Decoding())(text, _skip_space(text, 0))
+        # typeshed asks for a make_scanner, but the C scanner only reads the settings' attributes.
+        value, end = _json.make_scanner(_Decoding())(text, _skip_space(text, 0))  # type: ignore[arg-type]
     except StopIteration as exc:
         raise ValueError(f"expected a JSON value at {exc.value}") from None
     if _skip_space(text, end) != len(text):

@@ -12,9 +12,10 @@ import os
 import time
 from typing import Any, Callable
 
-from PySide6.QtCore import QEvent, QModelIndex, QObject, QSize, Qt, QTimer, QUrl
-from PySide6.QtGui import QAbstractTextDocumentLayout, QDesktopServices, QKeyEvent, QPalette, QTextDocument
-from PySide6.QtWidgets import (QApplication, QLabel, QLineEdit, QStyle, QStyledItemDelegate,
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QSize, Qt, QTimer, QUrl
+from PySide6.QtGui import (QAbstractTextDocumentLayout, QDesktopServices, QKeyEvent, QPainter, QPalette,
+                           QShowEvent, QTextDocument)
+from PySide6.QtWidgets import (QAbstractItemView, QApplication, QLabel, QLineEdit, QStyle, QStyledItemDelegate,
                                QStyleOptionViewItem, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from deskdex.errors import DeskdexError
@@ -101,8 +102,8 @@ class SearchWindow(QWidget):
                                                                           if total > len(hits) else ""))
         for hit in hits:
             self.results.addTopLevelItem(self._item(hit))
-        if hits:
-            self.results.setCurrentItem(self.results.topLevelItem(0))
+        if hits and (first := self.results.topLevelItem(0)) is not None:
+            self.results.setCurrentItem(first)
 
     def _failed(self, seq: int, error: DeskdexError) -> None:
         if seq != self._seq:
@@ -174,7 +175,7 @@ class SearchWindow(QWidget):
             return True
         return False
 
-    def showEvent(self, event: Any) -> None:
+    def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         self.box.setFocus()
         self.box.selectAll()
@@ -186,7 +187,7 @@ class HtmlDelegate(QStyledItemDelegate):
     # muted colours only on an unselected row: on the selection colour they would be unreadable
     PLAIN = ".path { color: #666666 } .copies { color: #2a62b8 }"
 
-    def _doc(self, option: QStyleOptionViewItem, index: QModelIndex) -> QTextDocument:
+    def _doc(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QTextDocument:
         doc = QTextDocument()
         doc.setDefaultFont(option.font)
         if not option.state & QStyle.StateFlag.State_Selected:
@@ -195,7 +196,8 @@ class HtmlDelegate(QStyledItemDelegate):
         doc.setTextWidth(max(100, option.rect.width()))
         return doc
 
-    def paint(self, painter: Any, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem,
+              index: QModelIndex | QPersistentModelIndex) -> None:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         doc = self._doc(opt, index)
@@ -211,11 +213,11 @@ class HtmlDelegate(QStyledItemDelegate):
         doc.documentLayout().draw(painter, ctx)
         painter.restore()
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
-        view = self.parent()
-        if opt.rect.width() <= 0 and view is not None:
+        view = self.parent()  # the results tree (an item view) that this delegate paints
+        if opt.rect.width() <= 0 and isinstance(view, QAbstractItemView):
             opt.rect.setWidth(view.viewport().width() - 40)
         doc = self._doc(opt, index)
         return QSize(int(doc.idealWidth()), int(doc.size().height()) + 4)
