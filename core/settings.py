@@ -173,7 +173,8 @@ def _fits(value: Any, setting: Setting) -> bool:
     if not (isinstance(value, kind) or (kind is float and isinstance(value, int))):
         return False
     # Only list settings have items (and value is one, being of the setting's kind).
-    return setting.items is None or (isinstance(value, list) and all(isinstance(v, setting.items) for v in value))
+    items = setting.items
+    return items is None or (isinstance(value, list) and all(isinstance(v, items) for v in value))
 
 
 def _describe(setting: Setting) -> str:
