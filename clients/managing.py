@@ -84,16 +84,17 @@ def cmd_watch(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         result = ask_daemon(args, f"watch_{args.action}", path=path)
         if result is None:  # no daemon: the config file alone, read on the next start
-            folders = settings.load(home).folders()
-            if args.action == "remove" and path not in folders:
+            configured = settings.load(home).folders()
+            if args.action == "remove" and path not in configured:
                 print(f"deskdex: not a watched folder: {p}", file=sys.stderr)
                 return EXIT_ERROR
-            folders = folders + [path] if args.action == "add" and path not in folders else \
-                [f for f in folders if f != path] if args.action == "remove" else folders
-            settings.save(home, {"folders": folders})
+            configured = configured + [path] if args.action == "add" and path not in configured else \
+                [f for f in configured if f != path] if args.action == "remove" else configured
+            settings.save(home, {"folders": configured})
     if result is None:
         result = ask_daemon(args, "watch_list")
-    folders = result["folders"] if result else [{"path": f} for f in settings.load(home).folders()]
+    folders: list[dict[str, Any]] = result["folders"] if result else \
+        [{"path": f} for f in settings.load(home).folders()]
     if args.json:
         print_json({"folders": folders})
     else:

@@ -26,7 +26,31 @@ from . import errors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterable, Mapping
+    from typing import Any, Iterable, Mapping, TypedDict
+
+    # The search op's answer as the clients read it (JSON objects, so dicts): what
+    # deskdex.index.search.Results.to_json gives, over the socket or straight from the index.
+    # Types only: the fast path must not import typing.
+    class SearchHit(TypedDict):
+        uri: str
+        path: str
+        title: str
+        snippet: str
+        score: float
+        mime: str
+        mtime: int  # seconds since the epoch
+        size: int  # bytes
+        ext: str
+        source: str  # "files" or "web"
+        cluster: int  # 0: in no duplicate cluster
+        # [start, end) character ranges in snippet (Results.to_json has tuples, which the CLI
+        # renders when no daemon runs: render.highlight takes both)
+        highlights: list[list[int]] | None
+        duplicates: int  # other documents of its cluster (0 for another user of an enterprise daemon)
+
+    class SearchResults(TypedDict):
+        total: int
+        hits: list[SearchHit]
 
 MAX_LINE = 1 << 20  # bytes: a request longer than this is refused, it cannot be one we understand
 MAX_LIMIT = 10_000  # results one search may ask for: tantivy allocates room for them before searching

@@ -171,7 +171,7 @@ class Parser:
             if not analyzer_terms:
                 continue
             q = (tantivy.Query.term_query(self.schema, f, analyzer_terms[0]) if len(analyzer_terms) == 1
-                 else tantivy.Query.phrase_query(self.schema, f, analyzer_terms))
+                 else tantivy.Query.phrase_query(self.schema, f, [*analyzer_terms]))  # a list of str | (pos, str)
             options.append(tantivy.Query.boost_query(q, fulltext.FIELD_BOOSTS.get(f, 1.0)))
         for run in fulltext.CJK.findall(text):
             options.append(_cjk(self.schema, run))
@@ -299,7 +299,7 @@ def _before(p: Parser, v: str, pos: int) -> tantivy.Query:
 def _cjk(schema: tantivy.Schema, run: str) -> tantivy.Query:
     if len(run) == 1:
         return tantivy.Query.term_query(schema, "cjk1", run)
-    grams = [run[i:i + 2] for i in range(len(run) - 1)]
+    grams: list[str | tuple[int, str]] = [run[i:i + 2] for i in range(len(run) - 1)]  # phrase_query's words
     return (tantivy.Query.term_query(schema, "cjk", grams[0]) if len(grams) == 1
             else tantivy.Query.phrase_query(schema, "cjk", grams))
 

@@ -10,7 +10,7 @@ import html
 import logging
 import os
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QSize, Qt, QTimer, QUrl
 from PySide6.QtGui import (QAbstractTextDocumentLayout, QDesktopServices, QKeyEvent, QPainter, QPalette,
@@ -21,6 +21,9 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QLabel, QLineEdi
 from deskdex.errors import DeskdexError
 
 from .caller import Caller
+
+if TYPE_CHECKING:
+    from deskdex.protocol import SearchHit
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +99,7 @@ class SearchWindow(QWidget):
         if seq != self._seq:  # an answer to a query typed over since
             return
         self.results.clear()
-        hits = result.get("hits", [])
+        hits: list[SearchHit] = result.get("hits", [])  # the search op's answer
         total = result.get("total", len(hits))
         self.info.setText(f"{total} result{'s' if total != 1 else ''}" + (f", first {len(hits)} shown"
                                                                           if total > len(hits) else ""))
@@ -111,7 +114,7 @@ class SearchWindow(QWidget):
         self.results.clear()
         self.info.setText(f"<span style='color:#c62828'>{html.escape(str(error))}</span>")
 
-    def _item(self, hit: dict[str, Any]) -> QTreeWidgetItem:
+    def _item(self, hit: SearchHit) -> QTreeWidgetItem:
         path = hit.get("path") or hit.get("uri", "")
         date = time.strftime("%Y-%m-%d", time.localtime(hit["mtime"])) if hit.get("mtime") else ""
         dups = int(hit.get("duplicates") or 0)
