@@ -103,7 +103,8 @@ class Parser:
         while (t := self._peek()) and t.text not in ("OR", ")"):
             if t.text == "AND":
                 self.i += 1
-                if self._peek() is None or self._peek().text in ("OR", ")", "AND"):  # type: ignore[union-attr]
+                after = self._peek()
+                if after is None or after.text in ("OR", ")", "AND"):
                     raise QueryError(f"AND at position {t.pos} has nothing after it", t.pos)
                 continue
             negate = False
