@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 
@@ -22,8 +24,10 @@ def test_mypy_strict_passes(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
            "--cache-dir", str(cache), "-p", "deskdex"]
     p = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=240)
-    assert "No module named mypy" not in p.stderr, "mypy is missing: install the test extra (make install-test)"
-    assert p.returncode == 0, f"mypy -p deskdex exited {p.returncode}:\n{p.stdout}{p.stderr}"
+    if "No module named mypy" in p.stderr:
+        pytest.fail("mypy is missing: install the test extra (make install-test)", pytrace=False)
+    if p.returncode != 0:
+        pytest.fail(f"mypy -p deskdex exited {p.returncode}:\n{p.stdout}{p.stderr}", pytrace=False)
 
 
 def test_package_ships_py_typed() -> None:
