@@ -88,7 +88,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
             return EXIT_ERROR
     if result is None:
         result = ask_daemon(args, "watch_list")
-    folders = result["folders"] if result else [{"path": f} for f in settings.load(home).folders()]
+    folders: list[dict[str, Any]] = result["folders"] if result else \
+        [{"path": f} for f in settings.load(home).folders()]
     if args.json:
         print_json({"folders": folders})
     else:

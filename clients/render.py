@@ -15,7 +15,9 @@ from deskdex import protocol
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Mapping
+
+    from deskdex.protocol import SearchResults
 
 BOLD, DIM, CYAN, YELLOW, RESET = "\033[1m", "\033[2m", "\033[36m", "\033[33m", "\033[0m"
 
@@ -25,7 +27,7 @@ def color() -> bool:
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
-def render_results(results: dict[str, Any], *, as_json: bool = False, paths: bool = False,
+def render_results(results: SearchResults, *, as_json: bool = False, paths: bool = False,
                    color: bool = False) -> str:
     """JSON, one file path a line, or the listing (with colour and links on a terminal)."""
     if as_json:
@@ -35,7 +37,7 @@ def render_results(results: dict[str, Any], *, as_json: bool = False, paths: boo
     return render_hits(results, color=color, links=color)
 
 
-def render_hits(results: dict[str, Any], color: bool, links: bool = False) -> str:
+def render_hits(results: SearchResults, color: bool, links: bool = False) -> str:
     hits = results["hits"]
     if not hits:
         return "no results\n"
@@ -55,8 +57,9 @@ def render_hits(results: dict[str, Any], color: bool, links: bool = False) -> st
     return "".join(out)
 
 
-def shown_location(hit: dict[str, Any]) -> str:
-    """The path of a file; the URI of an archive member or a web page."""
+def shown_location(hit: Mapping[str, object]) -> str:
+    """The path of a file; the URI of an archive member or a web page (of a search hit, or of a
+    document of a duplicate cluster: anything with uri, path and perhaps source)."""
     uri = str(hit["uri"])
     return uri if "#" in uri or hit.get("source") == "web" else str(hit["path"])
 

@@ -21,7 +21,7 @@ import tarfile
 import zipfile
 import zlib
 from contextlib import contextmanager
-from typing import IO, Iterator
+from typing import IO, Callable, Iterator, Protocol
 
 from .convert import current_limits
 from .document import Document
@@ -38,6 +38,12 @@ _READ_ERRORS = (zipfile.BadZipFile, tarfile.TarError, zlib.error, lzma.LZMAError
                 NotImplementedError, RuntimeError, ValueError)
 
 
+class _Stream(Protocol):
+    """What a member is read from: a file, a zip or tar member, a decompressing reader."""
+
+    def read(self, size: int, /) -> bytes: ...
+
+
 class _Budget:
     """Bytes one container may expand to, across all its members."""
 
@@ -45,7 +51,7 @@ class _Budget:
         self.limits = limits
         self.left = max(limits.member_bytes, compressed * limits.expansion_ratio)
 
-    def read(self, stream: IO[bytes], compressed: int | None = None) -> bytes:
+    def read(self, stream: _Stream, compressed: int | None = None) -> bytes:
         """Read a member, stopping at the member limit, its own ratio or the container budget."""
         cap = self.limits.member_bytes
         ratio_cap = compressed * self.limits.expansion_ratio if compressed else None
@@ -111,10 +117,10 @@ def _parent(source: Source, mime: str) -> Document:
     return Document(uri=source.uri, mime=mime, title=source.name)
 
 
-def _member(source: Source, name: str, read: object, mime: str | None = None) -> Member:
+def _member(source: Source, name: str, read: Callable[[], bytes], mime: str | None = None) -> Member:
     """Read a member with ``read()``; a read that fails becomes that member's error."""
     try:
-        data = read()  # type: ignore[operator]
+        data = read()
     except ConversionError as exc:
         return Member(source.child(name, b""), error=exc)
     except _READ_ERRORS as exc:
@@ -187,8 +193,9 @@ def tar_members(source: Source, mime: str) -> Iterator[Document | Member]:
             raise CorruptFile(f"TAR broken after {n} members: {exc}") from exc
 
 
-_OPENERS = {"application/gzip": gzip.open, "application/x-gzip": gzip.open,
-            "application/x-bzip2": bz2.open, "application/x-xz": lzma.open}
+_OPENERS: dict[str, Callable[[IO[bytes]], io.BufferedIOBase]] = {
+    "application/gzip": gzip.open, "application/x-gzip": gzip.open,
+    "application/x-bzip2": bz2.open, "application/x-xz": lzma.open}
 _SUFFIXES = re.compile(r"\.(gz|gzip|bz2|xz|z)$", re.I)
 
 
@@ -201,7 +208,7 @@ def compressed(source: Source, mime: str) -> Iterator[Document | Member]:
     budget = _Budget(source.size(), limits)
     with _opened(source) as f:
         def read() -> bytes:
-            with opener(f) as stream:  # type: ignore[operator]
+            with opener(f) as stream:
                 return budget.read(stream, source.size())
 
         member = _member(source, safe_name(inner, 1), read)

@@ -72,14 +72,16 @@ class PageTokens:
         self.owners.extend([block] * n)
 
 
-def max_subarray(values: Sequence[int]) -> tuple[int, int, int]:
+def max_subarray(values: Sequence[float]) -> tuple[int, int, float]:
     """The maximum-sum contiguous subarray ``values[i..j]`` (inclusive): ``(i, j, sum)``.
 
     Ties keep the earliest start and the shortest span. With no positive value the result is the
-    empty span ``(0, -1, 0)``.
+    empty span ``(0, -1, 0)``. Integer values give an integer sum.
     """
-    best, best_i, best_j = 0, 0, -1
-    run, start = 0, 0
+    best: float = 0
+    best_i, best_j = 0, -1
+    run: float = 0
+    start = 0
     for n, v in enumerate(values):
         if run <= 0:
             run, start = v, n

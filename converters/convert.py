@@ -6,7 +6,7 @@ import logging
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import GeneratorType
-from typing import Any
+from typing import Any, Iterator
 
 from .detect import OCTET, detect, sniff
 from .document import Document
@@ -97,7 +97,8 @@ def _convert(source: Source, registry: Registry, limits: Limits, out: list[Outco
         out.append(Outcome(source.uri, reason="converter_bug", message=f"{type(exc).__name__}: {exc}"))
 
 
-def _members(source: Source, gen: GeneratorType, registry: Registry, limits: Limits, out: list[Outcome]) -> None:
+def _members(source: Source, gen: Iterator[Document | Member], registry: Registry, limits: Limits,
+             out: list[Outcome]) -> None:
     parent_at = len(out)
     count = 0
     try:

@@ -47,8 +47,8 @@ class Block:
         return "".join(r.text for r in self.runs)
 
     @classmethod
-    def of(cls, kind: str, text: str, **kw: object) -> "Block":
-        return cls(kind, [Inline(text)], **kw)  # type: ignore[arg-type]
+    def of(cls, kind: str, text: str, *, level: int = 0, boilerplate: bool = False) -> "Block":
+        return cls(kind, [Inline(text)], level=level, boilerplate=boilerplate)
 
 
 @dataclass(slots=True)
@@ -62,11 +62,11 @@ class Document:
     meta: dict[str, str] = field(default_factory=dict)
     blocks: list[Block] = field(default_factory=list)
 
-    def add(self, kind: str, text: str, **kw: object) -> None:
+    def add(self, kind: str, text: str, *, level: int = 0, boilerplate: bool = False) -> None:
         """Append a block of plain text (cleaned of what XML cannot hold), skipping empty ones."""
         text = clean(text)
         if text and not text.isspace():
-            self.blocks.append(Block.of(kind, text, **kw))
+            self.blocks.append(Block.of(kind, text, level=level, boilerplate=boilerplate))
 
     def settle_title(self, declared: str, fallback: str) -> None:
         """The title from metadata when it says one, else the first heading, else ``fallback``

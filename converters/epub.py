@@ -96,8 +96,8 @@ def _metadata(opf: etree._Element) -> dict[str, str]:
         if values:
             out[key] = values[0] if key in ("title", "created", "language", "description") else "; ".join(values)
     for meta in md.iterfind(".//opf:meta", NS):
-        if meta.get("property") == "dcterms:modified" and (meta.text or "").strip():
-            out["modified"] = meta.text.strip()
+        if meta.get("property") == "dcterms:modified" and (modified := (meta.text or "").strip()):
+            out["modified"] = modified
     if "description" in out:  # often HTML in a string
         out["description"] = re.sub(r"<[^>]+>", " ", out["description"]).strip()
     return out

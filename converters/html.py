@@ -58,7 +58,7 @@ def source_charset(source: Source) -> str | None:
     return None
 
 
-def parse(text: str) -> etree._Element:
+def parse(text: str) -> lxml.html.HtmlElement:
     # lxml refuses str input carrying an XML encoding declaration; the text is decoded already.
     text = re.sub(r"^\s*<\?xml[^>]*>", "", text, count=1)
     try:
@@ -88,7 +88,7 @@ def from_text(text: str, uri: str, mime: str, fallback_title: str = "", encoding
     return doc
 
 
-def _head(root: etree._Element, doc: Document) -> None:
+def _head(root: lxml.html.HtmlElement, doc: Document) -> None:
     lang = root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang")
     if lang:
         doc.meta["language"] = lang

@@ -14,7 +14,7 @@ import logging
 import re
 from email import policy
 from email.header import decode_header, make_header
-from email.message import EmailMessage
+from email.message import EmailMessage, Message, MIMEPart
 from email.parser import BytesParser
 from typing import Iterator
 
@@ -97,15 +97,21 @@ def _body(msg: EmailMessage) -> tuple[str, str] | None:
     return _part_text(part), part.get_content_subtype()
 
 
-def _part_text(part: EmailMessage) -> str:
+def _part_text(part: MIMEPart) -> str:
     try:
         content = part.get_content()
         if isinstance(content, str):
             return content
     except (LookupError, UnicodeError, ValueError, AssertionError):
         pass  # an unknown or lying charset: detect it from the bytes
-    raw = part.get_payload(decode=True) or b""
+    raw = _payload_bytes(part)
     return decode(raw, part.get_content_charset())[0] if raw else ""
+
+
+def _payload_bytes(part: Message) -> bytes:
+    """The payload of a part that is not multipart, its transfer encoding undone (b"" if none)."""
+    payload = part.get_payload(decode=True)  # None for a multipart part
+    return payload if isinstance(payload, bytes) else b""
 
 
 def attachments(msg: EmailMessage, source: Source) -> Iterator[Member]:
@@ -118,11 +124,12 @@ def attachments(msg: EmailMessage, source: Source) -> Iterator[Member]:
     for n, part in enumerate(parts, 1):
         ctype = part.get_content_type()
         if ctype == "message/rfc822":
-            inner = part.get_payload()
-            payload = inner[0].as_bytes() if isinstance(inner, list) and inner else b""
+            inner = part.get_payload()  # the attached message, alone in a list
+            first = inner[0] if isinstance(inner, list) and inner else None
+            payload = first.as_bytes() if isinstance(first, Message) else b""
             name = f"message-{n}.eml"
         else:
-            payload = part.get_payload(decode=True) or b""
+            payload = _payload_bytes(part)
             name = _safe_name(part.get_filename() or "", n)
         while name in seen:
             name = "_" + name

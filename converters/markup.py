@@ -14,7 +14,7 @@ import io
 import json
 import logging
 import re
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from lxml import etree
 
@@ -24,6 +24,9 @@ from deskdex.errors import CorruptFile, HostileInput
 from .registry import SOURCE_LANGUAGES
 from .source import Source
 from .textcodec import decode
+
+if TYPE_CHECKING:
+    from docutils import nodes
 
 logger = logging.getLogger(__name__)
 
@@ -138,6 +141,8 @@ def rest(source: Source, mime: str) -> Document:
         raise CorruptFile(f"unparseable reStructuredText: {exc}") from exc
     for field in tree.findall(nodes.docinfo):
         for item in field.children:
+            if not isinstance(item, nodes.Element):  # docinfo holds elements only (field, author, ...)
+                continue
             name = item.tagname if item.tagname != "field" else item[0].astext()
             doc.meta[name.lower()] = item.astext() if item.tagname != "field" else item[1].astext()
     title = tree.get("title", "")
@@ -166,16 +171,16 @@ def rest(source: Source, mime: str) -> Document:
     return doc
 
 
-def _ancestors(node: Any) -> Iterator[Any]:
+def _ancestors(node: nodes.Node) -> Iterator[nodes.Element]:
     while node.parent is not None:
         node = node.parent
         yield node
 
 
-def _rst_inlines(node: Any) -> list[Inline]:
+def _rst_inlines(node: nodes.Node) -> list[Inline]:
     from docutils import nodes
 
-    styles = {nodes.emphasis: "em", nodes.strong: "strong", nodes.literal: "code"}
+    styles: dict[type[nodes.Node], str] = {nodes.emphasis: "em", nodes.strong: "strong", nodes.literal: "code"}
     runs: list[Inline] = []
     for child in node.children:
         if isinstance(child, nodes.reference):
@@ -303,7 +308,8 @@ def xml_text(source: Source, mime: str) -> Document:
     if root is None:
         return _salvaged(source, mime, decode(data)[0], "", "XML without a root element")
     _refuse_entity_bombs(root)
-    doc = Document(uri=source.uri, mime=mime, meta={"root": _local(root.tag)})
+    # A parsed element's tag is a str (lxml's stubs also allow the bytes or QName one may set).
+    doc = Document(uri=source.uri, mime=mime, meta={"root": _local(str(root.tag))})
     info = root.getroottree().docinfo
     if encoding or info.encoding:
         doc.meta["encoding"] = (encoding or info.encoding).lower()
@@ -311,7 +317,7 @@ def xml_text(source: Source, mime: str) -> Document:
     stack = [root]
     while stack:
         el = stack.pop()
-        local = _local(el.tag).lower()
+        local = _local(str(el.tag)).lower()
         if _has_own_text(el):
             # Mixed content (text beside inline children) stays one block.
             text = " ".join(_xml_text(el, entities).split())
@@ -366,7 +372,7 @@ def _plain_entities(root: etree._Element) -> dict[str, str]:
         return {}
     # Only entities of plain text: one that refers to others is left unread, never expanded.
     return {e.name: e.content for e in dtd.iterentities()
-            if e.content and e.system_url is None and "&" not in e.content}
+            if e.name is not None and e.content and e.system_url is None and "&" not in e.content}
 
 
 def _local(tag: str) -> str:
@@ -381,7 +387,7 @@ def _refuse_entity_bombs(root: etree._Element) -> None:
     dtd = root.getroottree().docinfo.internalDTD
     if dtd is None:
         return
-    bodies = {e.name: e.content or "" for e in dtd.iterentities() if e.system_url is None}
+    bodies = {e.name: e.content or "" for e in dtd.iterentities() if e.name is not None and e.system_url is None}
     sizes: dict[str, int] = {}
 
     def size(name: str, path: tuple[str, ...]) -> int:

@@ -97,11 +97,12 @@ def _metadata(meta: etree._Element) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, key in _META.items():
         el = meta.find(q(name))
-        if el is not None and (el.text or "").strip():
-            out[key] = " ".join(el.text.split())
+        text = " ".join((el.text or "").split()) if el is not None else ""
+        if text:
+            out[key] = text
     if out.get("modified_by") and "author" not in out:
         out["author"] = out.pop("modified_by")
-    keywords = [" ".join(k.text.split()) for k in meta.iterfind(q("meta:keyword")) if (k.text or "").strip()]
+    keywords = [w for w in (" ".join((k.text or "").split()) for k in meta.iterfind(q("meta:keyword"))) if w]
     if keywords:
         out["keywords"] = ", ".join(keywords)
     return out

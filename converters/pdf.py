@@ -16,11 +16,15 @@ import ctypes
 import logging
 import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from .document import Document
 from deskdex.errors import CorruptFile, Encrypted, HostileInput
 from .pdf_text import META_KEYS, paragraphs, pdf_date
 from .source import Source
+
+if TYPE_CHECKING:  # pypdfium2 is imported when a PDF is converted; it has no types (Any to mypy)
+    from pypdfium2 import PdfDocument
 
 logger = logging.getLogger(__name__)
 
@@ -75,8 +79,8 @@ def convert_pdfium(data: bytes, source: Source, mime: str) -> Document:
     return doc
 
 
-def _page_text(pdf: object, i: int) -> str:
-    page = pdf[i]  # type: ignore[index]
+def _page_text(pdf: PdfDocument, i: int) -> str:
+    page = pdf[i]
     try:
         tp = page.get_textpage()
         try:
@@ -88,9 +92,9 @@ def _page_text(pdf: object, i: int) -> str:
         page.close()
 
 
-def _pdfium_meta(pdf: object) -> dict[str, str]:
+def _pdfium_meta(pdf: PdfDocument) -> dict[str, str]:
     out: dict[str, str] = {}
-    for key, value in pdf.get_metadata_dict(skip_empty=True).items():  # type: ignore[attr-defined]
+    for key, value in pdf.get_metadata_dict(skip_empty=True).items():
         name = META_KEYS.get(key)
         value = value.strip()
         if name and value:
@@ -101,7 +105,7 @@ def _pdfium_meta(pdf: object) -> dict[str, str]:
     return out
 
 
-def _catalog_language(pdf: object) -> str:
+def _catalog_language(pdf: PdfDocument) -> str:
     import pypdfium2.raw as raw
 
     n = raw.FPDFCatalog_GetLanguage(pdf, None, 0)
@@ -112,10 +116,10 @@ def _catalog_language(pdf: object) -> str:
     return bytes(buf)[: n - 2].decode("utf-16-le", "replace").strip()
 
 
-def _bookmarks(pdf: object) -> dict[int, list[tuple[int, str]]]:
+def _bookmarks(pdf: PdfDocument) -> dict[int, list[tuple[int, str]]]:
     """Outline entries by page: (level, title)."""
     out: dict[int, list[tuple[int, str]]] = {}
-    for n, bm in enumerate(pdf.get_toc(max_depth=6)):  # type: ignore[attr-defined]
+    for n, bm in enumerate(pdf.get_toc(max_depth=6)):
         if n >= _MAX_BOOKMARKS:
             break
         dest = bm.get_dest()

@@ -148,7 +148,8 @@ class Registry:
     def _load(self, handler: str) -> Converter:
         module, _, func = handler.partition(":")
         try:
-            return getattr(importlib.import_module(module), func)  # type: ignore[no-any-return]
+            conv: Converter = getattr(importlib.import_module(module), func)  # a handler names a converter
+            return conv
         except (ImportError, AttributeError) as exc:
             msg = f"converter {handler} is turned off: {exc}"
             self._broken[handler] = msg

@@ -39,8 +39,6 @@ _INFO_KEYS = {"title": "title", "author": "author", "subject": "subject", "keywo
 
 
 def convert(source: Source, mime: str) -> Document:
-    from striprtf.striprtf import rtf_to_text
-
     data = source.read()
     if not data.lstrip().startswith(b"{\\"):  # "{\\rtf1" normally; bare fragments also occur
         raise CorruptFile("not RTF (it does not start with a {\\ group)")
@@ -49,16 +47,16 @@ def convert(source: Source, mime: str) -> Document:
     if not raw.lstrip().startswith("{\\rtf"):  # striprtf stops at the end of the first group
         raw = "{\\rtf1 " + raw + "}"
     doc = Document(uri=source.uri, mime=mime)
-    doc.meta.update(_info(raw, rtf_to_text))
+    doc.meta.update(_info(raw))
     m = _DEFLANG.search(data[:8192])
     if m and (lang := locale.windows_locale.get(int(m.group(1)))):
         doc.meta["language"] = lang.replace("_", "-")
     try:
-        text = rtf_to_text(_mark(raw), errors="replace")
+        text = _to_text(_mark(raw))
     except ValueError:
         # striprtf's picture remover misreads some \\bin words; pictures hold no text anyway.
         try:
-            text = rtf_to_text(_mark(_drop_groups(raw, "{\\pict")), errors="replace")
+            text = _to_text(_mark(_drop_groups(raw, "{\\pict")))
         except (ValueError, LookupError, IndexError, OverflowError) as exc:
             raise CorruptFile(f"unreadable RTF: {type(exc).__name__}: {exc}") from exc
     except (LookupError, IndexError, OverflowError) as exc:
@@ -126,7 +124,16 @@ def _clean(s: str) -> str:
     return " ".join(s.split())
 
 
-def _info(raw: str, rtf_to_text: object) -> dict[str, str]:
+def _to_text(rtf: str) -> str:
+    """striprtf's plain text of ``rtf``, undecodable bytes replaced."""
+    from striprtf.striprtf import rtf_to_text
+
+    # striprtf ships py.typed but leaves rtf_to_text unannotated.
+    text: str = rtf_to_text(rtf, errors="replace")  # type: ignore[no-untyped-call]
+    return text
+
+
+def _info(raw: str) -> dict[str, str]:
     start = raw.find("{\\info")
     if start < 0:
         return {}
@@ -134,7 +141,7 @@ def _info(raw: str, rtf_to_text: object) -> dict[str, str]:
     out: dict[str, str] = {}
     for m in _INFO_FIELD.finditer(group):
         try:
-            value = rtf_to_text("{\\rtf1 " + m.group(2) + "}", errors="replace")  # type: ignore[operator]
+            value = _to_text("{\\rtf1 " + m.group(2) + "}")
         except (ValueError, LookupError, IndexError) as exc:
             logger.debug("unreadable \\info field %s: %s", m.group(1), exc)
             continue

@@ -13,12 +13,16 @@ import io
 import logging
 import warnings
 import zipfile
+from typing import TYPE_CHECKING
 
 from .document import Document
 from deskdex.errors import CorruptFile
 from .slides import core_properties
 from .source import Source
 from .zipcheck import open_zip
+
+if TYPE_CHECKING:  # openpyxl is imported when a workbook is converted
+    from openpyxl.workbook.workbook import Workbook
 
 logger = logging.getLogger(__name__)
 
@@ -77,9 +81,9 @@ def _with_shared_strings(data: bytes, error: str) -> bytes:
     return out.getvalue()
 
 
-def _sheets(doc: Document, wb: object) -> None:
+def _sheets(doc: Document, wb: Workbook) -> None:
     cells = 0
-    for ws in wb.worksheets:  # type: ignore[attr-defined]
+    for ws in wb.worksheets:
         doc.add("h", ws.title, level=2)
         if not hasattr(ws, "iter_rows"):  # a chart sheet
             continue

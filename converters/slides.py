@@ -12,11 +12,17 @@ import io
 import logging
 import warnings
 import zipfile
+from typing import TYPE_CHECKING
 
 from .document import Block, Document, Inline
 from deskdex.errors import CorruptFile
 from .source import Source
 from .zipcheck import open_zip
+
+if TYPE_CHECKING:  # python-pptx is imported when a presentation is converted
+    from pptx.shapes.base import BaseShape
+    from pptx.slide import Slide
+    from pptx.text.text import TextFrame
 
 logger = logging.getLogger(__name__)
 
@@ -84,21 +90,23 @@ def core_properties(props: object) -> dict[str, str]:
     return out
 
 
-def _slide(doc: Document, slide: object, n: int) -> None:
-    title_shape = slide.shapes.title  # type: ignore[attr-defined]
+def _slide(doc: Document, slide: Slide, n: int) -> None:
+    title_shape = slide.shapes.title
     title = " ".join(title_shape.text_frame.text.split()) if title_shape is not None and title_shape.has_text_frame else ""
     doc.add("h", title, level=2)
-    for shape in slide.shapes:  # type: ignore[attr-defined]
+    for shape in slide.shapes:
         if title_shape is not None and shape.shape_id == title_shape.shape_id:
             continue
         _shape(doc, shape, 0)
-    if slide.has_notes_slide:  # type: ignore[attr-defined]
-        frame = slide.notes_slide.notes_text_frame  # type: ignore[attr-defined]
+    if slide.has_notes_slide:
+        frame = slide.notes_slide.notes_text_frame
         if frame is not None:
             _frame(doc, frame, boilerplate=False)
 
 
-def _shape(doc: Document, shape: object, depth: int) -> None:
+def _shape(doc: Document, shape: BaseShape, depth: int) -> None:
+    """Shapes are told apart by what they have (shape_type, has_table, has_text_frame), as
+    python-pptx documents it, so the attribute of each kind is unknown to BaseShape's type."""
     from pptx.enum.shapes import MSO_SHAPE_TYPE
 
     if depth > _MAX_DEPTH:
@@ -117,8 +125,8 @@ def _shape(doc: Document, shape: object, depth: int) -> None:
         _frame(doc, shape.text_frame, boilerplate=False)  # type: ignore[attr-defined]
 
 
-def _frame(doc: Document, frame: object, boilerplate: bool) -> None:
-    for para in frame.paragraphs:  # type: ignore[attr-defined]
+def _frame(doc: Document, frame: TextFrame, boilerplate: bool) -> None:
+    for para in frame.paragraphs:
         runs: list[Inline] = []
         for run in para.runs:
             if not run.text:

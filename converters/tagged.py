@@ -68,7 +68,7 @@ def loads(data: str | bytes) -> Document:
     except etree.XMLSyntaxError as exc:
         raise CorruptFile(f"not valid tagged text: {exc}") from exc
     if root.tag != "doc":
-        raise CorruptFile(f"tagged text must start with <doc>, not <{root.tag}>")
+        raise CorruptFile(f"tagged text must start with <doc>, not <{root.tag!s}>")  # parsed: a str
     doc = Document(uri=root.get("uri", ""), mime=root.get("mime", ""))
     for el in root:
         if el.tag == "title":

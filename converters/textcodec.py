@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import codecs
 
-from charset_normalizer import from_bytes
+from charset_normalizer import CharsetMatch, CharsetMatches, from_bytes
 
 
 _BOMS = (
@@ -77,17 +77,16 @@ def _wide_unicode(head: bytes) -> str | None:
     return None
 
 
-def _western_default(matches: object, best: object) -> str | None:
+def _western_default(matches: CharsetMatches, best: CharsetMatch) -> str | None:
     """cp1252 when it reads the bytes about as well as the best Latin-script guess.
 
     Single-byte Latin code pages share most letters; on short texts the detector's pick among
     them (cp1257, cp1250, iso8859_10...) is close to chance, while cp1252 is by far the most
     likely source, as browsers assume for the same reason.
     """
-    if best.encoding == "cp1252" or not all(  # type: ignore[attr-defined]
-            "Latin" in a or "Punctuation" in a for a in best.alphabets):  # type: ignore[attr-defined]
+    if best.encoding == "cp1252" or not all("Latin" in a or "Punctuation" in a for a in best.alphabets):
         return None
-    for m in matches:  # type: ignore[attr-defined]
-        if m.encoding == "cp1252" and m.chaos <= best.chaos + 0.1:  # type: ignore[attr-defined]
+    for m in matches:
+        if m.encoding == "cp1252" and m.chaos <= best.chaos + 0.1:
             return "cp1252"
     return None

@@ -5,10 +5,15 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from typing import TYPE_CHECKING
 
 from .document import Block, Document, Inline
 from deskdex.errors import CorruptFile
 from .source import Source
+
+if TYPE_CHECKING:  # python-docx is imported when a DOCX is converted
+    from docx.document import Document as DocxDocument
+    from docx.text.paragraph import Paragraph
 
 _HEADING = re.compile(r"^(?:heading|überschrift|titre|título|titolo)\s*(\d)", re.I)
 
@@ -39,11 +44,11 @@ def convert(source: Source, mime: str) -> Document:
     return doc
 
 
-def _body(d: object, doc: Document) -> None:
+def _body(d: DocxDocument, doc: Document) -> None:
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
-    for item in d.iter_inner_content():  # type: ignore[attr-defined]
+    for item in d.iter_inner_content():
         if isinstance(item, Paragraph):
             _paragraph(item, doc)
         elif isinstance(item, Table):
@@ -56,12 +61,12 @@ def _body(d: object, doc: Document) -> None:
                     doc.add("td", cell.text.strip())
 
 
-def _paragraph(p: object, doc: Document) -> None:
+def _paragraph(p: Paragraph, doc: Document) -> None:
     from docx.text.hyperlink import Hyperlink
 
-    style = (p.style.name if p.style is not None else "") or ""  # type: ignore[attr-defined]
+    style = (p.style.name if p.style is not None else "") or ""
     runs: list[Inline] = []
-    for item in p.iter_inner_content():  # type: ignore[attr-defined]
+    for item in p.iter_inner_content():
         if isinstance(item, Hyperlink):
             if item.text:
                 runs.append(Inline(item.text, "", item.url or item.address or ""))

@@ -26,7 +26,31 @@ from . import errors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterable, Mapping
+    from typing import Any, Iterable, Mapping, TypedDict
+
+    # The search op's answer as the clients read it (JSON objects, so dicts): what
+    # deskdex.index.search.Results.to_json gives, over the socket or straight from the index.
+    # Types only: the fast path must not import typing.
+    class SearchHit(TypedDict):
+        uri: str
+        path: str
+        title: str
+        snippet: str
+        score: float
+        mime: str
+        mtime: int  # seconds since the epoch
+        size: int  # bytes
+        ext: str
+        source: str  # "files" or "web"
+        cluster: int  # 0: in no duplicate cluster
+        # [start, end) character ranges in snippet (Results.to_json has tuples, which the CLI
+        # renders when no daemon runs: render.highlight takes both)
+        highlights: list[list[int]] | None
+        duplicates: int  # other documents of its cluster (0 for another user of an enterprise daemon)
+
+    class SearchResults(TypedDict):
+        total: int
+        hits: list[SearchHit]
 
 MAX_LINE = 1 << 20  # bytes: a request longer than this is refused, it cannot be one we understand
 MAX_LIMIT = 10_000  # results one search may ask for: tantivy allocates room for them before searching
@@ -50,13 +74,14 @@ class Arg:
             return None
         if isinstance(value, bool) != (self.kind is bool) or not isinstance(value, self.kind):
             raise errors.BadArgs(f"{op}: {self.name} must be {self.type_name()}, not {_json_type(value)}")
-        if self.minimum is not None and value < self.minimum:
+        # Bounds are given for integer arguments only, and value is of the argument's kind.
+        if self.minimum is not None and isinstance(value, int) and value < self.minimum:
             raise errors.BadArgs(f"{op}: {self.name} must be at least {self.minimum}, not {value}")
-        if self.maximum is not None and value > self.maximum:
+        if self.maximum is not None and isinstance(value, int) and value > self.maximum:
             raise errors.BadArgs(f"{op}: {self.name} must be at most {self.maximum}, not {value}")
         if self.choices and value not in self.choices:
             raise errors.BadArgs(f"{op}: {self.name} must be one of {', '.join(self.choices)}, not {value!r}")
-        if self.kind is list and not all(isinstance(v, str) for v in value):
+        if isinstance(value, list) and not all(isinstance(v, str) for v in value):
             raise errors.BadArgs(f"{op}: {self.name} must be a list of strings")
         return value
 
@@ -233,7 +258,8 @@ def loads(text: str) -> Any:
 
         return json.loads(text)
     try:
-        value, end = _json.make_scanner(_Decoding())(text, _skip_space(text, 0))
+        # typeshed asks for a make_scanner, but the C scanner only reads the settings' attributes.
+        value, end = _json.make_scanner(_Decoding())(text, _skip_space(text, 0))  # type: ignore[arg-type]
     except StopIteration as exc:
         raise ValueError(f"expected a JSON value at {exc.value}") from None
     if _skip_space(text, end) != len(text):

@@ -172,7 +172,9 @@ def _fits(value: Any, setting: Setting) -> bool:
         return False
     if not (isinstance(value, kind) or (kind is float and isinstance(value, int))):
         return False
-    return setting.items is None or all(isinstance(v, setting.items) for v in value)
+    # Only list settings have items (and value is one, being of the setting's kind).
+    items = setting.items
+    return items is None or (isinstance(value, list) and all(isinstance(v, items) for v in value))
 
 
 def _describe(setting: Setting) -> str:

@@ -67,4 +67,4 @@ def _windows() -> bool:
     status = Status()
     if not ctypes.windll.kernel32.GetSystemPowerStatus(ctypes.byref(status)):  # type: ignore[attr-defined]
         return False
-    return status.ACLineStatus == 0  # 0 offline, 1 online, 255 unknown
+    return int(status.ACLineStatus) == 0  # 0 offline, 1 online, 255 unknown (a field reads as Any)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +25,9 @@ from .clusters import Changes, Clusters, UnionFind
 from .neardup import MemoryTables, SqliteTables
 from .simhash import MIN_WORDS, simhash_of_words
 from .sqlutil import atomic
+
+if TYPE_CHECKING:
+    from deskdex.converters.convert import Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +82,7 @@ def features(text: str, boilerplate: str = "", text_sum: str | None = None,
     return Features(group, fp, fps)
 
 
-def enrich(outcomes: list) -> None:  # type: ignore[type-arg]
+def enrich(outcomes: list[Outcome]) -> None:
     """Worker-side hook of converters.isolation.WorkerPool: features for every converted document."""
     for o in outcomes:
         if o.document is not None:

@@ -160,7 +160,9 @@ class MemoryTables:
         if not hits:
             return np.empty(0, dtype=np.int64)
         cand = np.unique(np.concatenate(hits))
-        return cand[np.bitwise_count(self.fps[cand] ^ q) <= self.k]
+        # numpy's stubs type uint64 ^ and what it indexes as Any: the rows are an array all the same
+        near: np.ndarray = cand[np.bitwise_count(self.fps[cand] ^ q) <= self.k]
+        return near
 
     def pairs(self) -> np.ndarray:
         """Discovery: an (n, 2) array of row pairs (i < j) within k, each once, sorted.
@@ -201,7 +203,7 @@ def _expand(upairs: np.ndarray, inverse: np.ndarray, n_unique: int) -> np.ndarra
     single = (sizes[upairs[:, 0]] == 1) & (sizes[upairs[:, 1]] == 1)
     out = [first[upairs[single]]]  # the common case, vectorised: one row per fingerprint
 
-    def group(u: int) -> np.ndarray:
+    def group(u: int | np.integer) -> np.ndarray:
         return rows_of[starts[u]:starts[u + 1]]
 
     for u in np.flatnonzero(sizes > 1):  # exact copies: all pairs within the group

@@ -103,7 +103,8 @@ class Parser:
         while (t := self._peek()) and t.text not in ("OR", ")"):
             if t.text == "AND":
                 self.i += 1
-                if self._peek() is None or self._peek().text in ("OR", ")", "AND"):  # type: ignore[union-attr]
+                after = self._peek()
+                if after is None or after.text in ("OR", ")", "AND"):
                     raise QueryError(f"AND at position {t.pos} has nothing after it", t.pos)
                 continue
             negate = False
@@ -171,7 +172,7 @@ class Parser:
             if not analyzer_terms:
                 continue
             q = (tantivy.Query.term_query(self.schema, f, analyzer_terms[0]) if len(analyzer_terms) == 1
-                 else tantivy.Query.phrase_query(self.schema, f, analyzer_terms))
+                 else tantivy.Query.phrase_query(self.schema, f, [*analyzer_terms]))  # a list of str | (pos, str)
             options.append(tantivy.Query.boost_query(q, fulltext.FIELD_BOOSTS.get(f, 1.0)))
         for run in fulltext.CJK.findall(text):
             options.append(_cjk(self.schema, run))
@@ -299,7 +300,7 @@ def _before(p: Parser, v: str, pos: int) -> tantivy.Query:
 def _cjk(schema: tantivy.Schema, run: str) -> tantivy.Query:
     if len(run) == 1:
         return tantivy.Query.term_query(schema, "cjk1", run)
-    grams = [run[i:i + 2] for i in range(len(run) - 1)]
+    grams: list[str | tuple[int, str]] = [run[i:i + 2] for i in range(len(run) - 1)]  # phrase_query's words
     return (tantivy.Query.term_query(schema, "cjk", grams[0]) if len(grams) == 1
             else tantivy.Query.phrase_query(schema, "cjk", grams))
 

@@ -3,7 +3,7 @@ watched folder, and duplicate clusters with the space deleting the extra copies 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from .collection import Collection
 
@@ -24,13 +24,21 @@ def folder_counts(coll: Collection, folder: str) -> dict[str, int]:
     return counts
 
 
+class Cluster(TypedDict):
+    """One cluster of the dups op's answer (docs/protocol.md)."""
+
+    id: int
+    documents: list[dict[str, Any]]  # {uri, path, size}, largest first
+    reclaimable: int  # bytes
+
+
 def clusters(coll: Collection) -> dict[str, Any]:
     """Clusters largest first, each with its documents and the bytes deleting all but one would free."""
     groups: dict[int, list[dict[str, Any]]] = {}
     for cluster, uri, path, size in coll.catalog.db.execute(
             "SELECT cluster, uri, path, size FROM docs WHERE cluster IS NOT NULL ORDER BY cluster, size DESC, uri"):
         groups.setdefault(cluster, []).append({"uri": uri, "path": path, "size": size})
-    out = []
+    out: list[Cluster] = []
     for cid, docs in groups.items():
         if len(docs) < 2:
             continue

@@ -62,6 +62,9 @@ class Coalescer:
     """Not thread-safe: the watcher calls it under its own lock."""
 
     def __init__(self) -> None:
+        self._clear()
+
+    def _clear(self) -> None:
         self._moves: list[Moved] = []
         self._pending: dict[str, str | Deleted] = {}  # path -> _CHANGED or its Deleted record
         self._born: set[str] = set()
@@ -126,7 +129,7 @@ class Coalescer:
         changed = [Changed(p) for p, v in self._pending.items() if v == _CHANGED]
         out: list[Record] = [*self._moves, *deleted, *changed,
                              *(Rescan(p, r) for p, r in self._rescans.items())]
-        self.__init__()  # type: ignore[misc]
+        self._clear()
         return out
 
     def _drop_below(self, folder: str) -> None:

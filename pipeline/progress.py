@@ -6,10 +6,13 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Never
+
     from tqdm import tqdm
 
 
-def progress_bar(total: int, min_total: int = 0, leave: bool = True) -> tqdm[None] | None:
+# A bar without an iterable yields nothing: tqdm[Never] (types-tqdm's type for tqdm(total=...)).
+def progress_bar(total: int, min_total: int = 0, leave: bool = True) -> tqdm[Never] | None:
     """A bar for ``total`` files on stderr when it is a terminal and the work is worth one."""
     if not sys.stderr.isatty() or total < min_total:
         return None

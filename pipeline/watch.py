@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 import time
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from watchdog.events import (
     DirAttribEvent,
@@ -37,6 +37,9 @@ from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from .coalesce import Changed, Coalescer, Deleted, Moved, Record, Rescan
 from .ignore import IGNORE_FILE, Rules
+
+if TYPE_CHECKING:  # Linux only at run time (_make_observer imports it when it can)
+    from watchdog.observers.inotify_c import CallbackId, InotifyEvent, Mask, WatchCallback, WatchDescriptor
 
 logger = logging.getLogger(__name__)
 
@@ -206,7 +209,7 @@ class Watcher:
             rules = self._rules_for(folder)
             if rules is not None:
                 rules.forget(folder)
-                self._post(lambda c, f=folder: c.rescan(f, "ignore_file"))
+                self._post(_rescan(folder, "ignore_file"))
 
     def _trouble(self, reason: str, path: str | None) -> None:
         """From watchdog's inotify thread: events were lost, or a subfolder could not be watched."""
@@ -217,7 +220,7 @@ class Watcher:
             roots = self.roots
         logger.warning("watching is incomplete (%s): falling back to a scan of %s", reason, ", ".join(roots))
         for root in roots:
-            self._post(lambda c, r=root: c.rescan(r, reason))
+            self._post(_rescan(root, reason))
 
     def _post(self, change: Callable[[Coalescer], None]) -> None:
         with self._cond:
@@ -264,6 +267,11 @@ class _Handler(FileSystemEventHandler):
 __all__ = ["Changed", "Deleted", "Moved", "Record", "Rescan", "Watcher", "EVENT_FILTER"]
 
 
+def _rescan(path: str, reason: str) -> Callable[[Coalescer], None]:
+    """The change that rescans ``path``, bound to this path (not to a loop variable)."""
+    return lambda c: c.rescan(path, reason)
+
+
 def _make_observer(trouble: Callable[[str, str | None], None]) -> BaseObserver:
     """inotify with lost events reported, on Linux; watchdog's platform default elsewhere."""
     try:
@@ -279,12 +287,12 @@ def _make_observer(trouble: Callable[[str, str | None], None]) -> BaseObserver:
         """watchdog's inotify reader, telling us when it loses events. watchdog itself only logs
         a queue overflow and silently skips subfolders it cannot watch (ENOSPC)."""
 
-        def handle_event(self, event):  # type: ignore[no-untyped-def]
+        def handle_event(self, event: InotifyEvent) -> None:
             if event.is_queue_overflow:
                 trouble("overflow", None)
             super().handle_event(event)
 
-        def add_callback(self, path, mask, callback, id_):  # type: ignore[no-untyped-def]
+        def add_callback(self, path: bytes, mask: Mask, callback: WatchCallback, id_: CallbackId) -> WatchDescriptor:
             try:
                 return super().add_callback(path, mask, callback, id_)
             except OSError as exc:

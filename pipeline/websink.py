@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Iterable
+from typing import Iterable
 
-from deskdex.converters import Limits, Source
+from deskdex.converters import Document, Limits, Source
 from deskdex.converters.isolation import WorkerPool
 from deskdex.index import Collection, Row
 from deskdex.index.webpages import WebPages
@@ -78,11 +78,11 @@ class IndexSink:
         self._tick()
         return "stored"
 
-    def _stored_duplicate(self, url: str, doc: Any) -> str | None:
+    def _stored_duplicate(self, url: str, doc: Document) -> str | None:
         """The URI of a stored exact or near-duplicate of ``doc`` other than ``url`` itself."""
         return next((row.uri for row, _similarity in self.coll.near(doc) if row.uri != url), None)
 
-    def _convert(self, page: FetchedPage):  # type: ignore[no-untyped-def]
+    def _convert(self, page: FetchedPage) -> Document | None:
         mime = page.content_type + (f"; charset={page.charset}" if page.charset else "")
         name = page.final_url.split("?", 1)[0].rsplit("/", 1)[-1] or "index.html"
         if "." not in name and page.content_type in ("text/html", "application/xhtml+xml"):

@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from . import config as crawlconfig
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .stats import CrawlStats
 
 ACTIONS = ("status", "add", "remove", "list")
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -36,8 +37,8 @@ class CrawlEnv:
     open_sink: Callable[[], "PageSink"]  # called once per command that needs the store; closed if it has close()
 
 
-def add_commands(subparsers: Any, common_parent: argparse.ArgumentParser,
-                 env: Callable[[argparse.Namespace], CrawlEnv]) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+                 common_parent: argparse.ArgumentParser, env: Callable[[argparse.Namespace], CrawlEnv]) -> None:
     p = subparsers.add_parser("crawl", parents=[common_parent], help="crawl web sites into the index",
                               description="Crawl from seed URLs (or the configured sites) politely, into the index. "
                                           "Also: crawl status | crawl add URL | crawl remove URL | crawl list.")
@@ -131,18 +132,19 @@ def _crawl(args: argparse.Namespace, urls: list[str], env: CrawlEnv, sink: "Page
         total.sites.update(stats.sites)
     if progress:
         sys.stderr.write("\n")
-    t = total.totals()
+    sums = total.totals()
     if args.json:
-        print(json.dumps({"sites": {k: v.to_json() for k, v in total.sites.items()}, **t.to_json()}))
+        print(json.dumps({"sites": {k: v.to_json() for k, v in total.sites.items()}, **sums.to_json()}))
     else:
-        print(f"fetched {t.fetched}, stored {t.stored}, unchanged {t.unchanged}, duplicates {t.duplicates}, "
-              f"robots-excluded {t.robots_excluded}, off-topic {t.off_topic}, failed {sum(t.failed.values())}")
-        for reason, k in t.failed.most_common():
+        print(f"fetched {sums.fetched}, stored {sums.stored}, unchanged {sums.unchanged}, "
+              f"duplicates {sums.duplicates}, robots-excluded {sums.robots_excluded}, off-topic {sums.off_topic}, "
+              f"failed {sum(sums.failed.values())}")
+        for reason, k in sums.failed.most_common():
             print(f"  failed ({reason}): {k}")
     return 0
 
 
-def _first(*values: Any) -> Any:
+def _first(*values: _T | None) -> _T:
     return next(v for v in values if v is not None)
 
 

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import urlsplit
 
+from deskdex.errors import FetchError
+
 from . import feeds, sitemaps
-from .fetch import DNSCache, FetchError, FetchSettings, conditional_headers, fetch, make_client
+from .fetch import DNSCache, FetchSettings, conditional_headers, fetch, make_client
 from .focus import TopicClassifier
 from .frontier import Frontier, Limits, Request
 from .links import extract

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 import httpx
 from protego import Protego
 
-from .fetch import FetchError, FetchSettings, fetch
+from deskdex.errors import FetchError
+
+from .fetch import FetchSettings, fetch
 
 logger = logging.getLogger(__name__)
 

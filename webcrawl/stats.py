@@ -72,7 +72,8 @@ class CrawlStats:
 def load_state(path: str) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            state: dict[str, Any] = json.load(f)  # what save_state wrote
+            return state
     except FileNotFoundError:
         return {"sites": {}, "feeds": {}}
     except (OSError, ValueError) as exc:

@@ -16,7 +16,8 @@ MISSING_QT = ("deskdex tray needs Qt, which comes with the tray extra: pip insta
               "(on Linux it also needs the X11/EGL libraries listed in packaging/system-deps.sh)")
 
 
-def add_command(subparsers: argparse._SubParsersAction, common_parent: argparse.ArgumentParser) -> None:
+def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+                common_parent: argparse.ArgumentParser) -> None:
     """Add ``deskdex tray`` to the CLI's subcommands."""
     s = subparsers.add_parser(
         "tray", parents=[common_parent], help="a tray icon with search and folder windows (extra: deskdex[tray])",

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import logging
 import signal
-from typing import Any
+from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QApplication, QMenu, QMessageBox, QSystemTrayIcon
+from PySide6.QtWidgets import QApplication, QMenu, QMessageBox, QSystemTrayIcon, QWidget
 
 from deskdex.errors import DeskdexError
 
@@ -68,7 +68,7 @@ class TrayApp(QObject):
         self.timer = QTimer(self, interval=poll_ms)
         self.timer.timeout.connect(self.poll)
 
-    def _add(self, text: str, slot: Any) -> QAction:
+    def _add(self, text: str, slot: Callable[[], None]) -> QAction:
         action = self.menu.addAction(text)
         action.triggered.connect(slot)
         return action
@@ -142,7 +142,7 @@ class TrayApp(QObject):
         self.caller.close()
 
 
-def _raise(w: Any) -> None:
+def _raise(w: QWidget) -> None:
     w.show()
     w.raise_()
     w.activateWindow()
@@ -150,7 +150,8 @@ def _raise(w: Any) -> None:
 
 def run(socket_path: str) -> int:
     """The ``deskdex tray`` process: the icon until Quit (or the search window, where there is no tray)."""
-    app = QApplication.instance() or QApplication(["deskdex"])
+    existing = QApplication.instance()  # typed as the QCoreApplication it may be; ours is a QApplication
+    app = existing if isinstance(existing, QApplication) else QApplication(["deskdex"])
     app.setApplicationName("deskdex")
     tray = TrayApp(socket_path)
     if QSystemTrayIcon.isSystemTrayAvailable():

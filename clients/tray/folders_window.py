@@ -101,9 +101,10 @@ class FoldersWindow(QWidget):
 
     def remove_selected(self) -> None:
         row = self.table.currentRow()
-        if row < 0:
+        cell = self.table.item(row, 0) if row >= 0 else None
+        if cell is None:
             return
-        path = self.table.item(row, 0).text()
+        path = cell.text()
         if self.confirm(self, path):
             self.caller.request("watch_remove", self._show_folders, self._failed, path=path)
 

@@ -10,16 +10,20 @@ import html
 import logging
 import os
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from PySide6.QtCore import QEvent, QModelIndex, QObject, QSize, Qt, QTimer, QUrl
-from PySide6.QtGui import QAbstractTextDocumentLayout, QDesktopServices, QKeyEvent, QPalette, QTextDocument
-from PySide6.QtWidgets import (QApplication, QLabel, QLineEdit, QStyle, QStyledItemDelegate,
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QSize, Qt, QTimer, QUrl
+from PySide6.QtGui import (QAbstractTextDocumentLayout, QDesktopServices, QKeyEvent, QPainter, QPalette,
+                           QShowEvent, QTextDocument)
+from PySide6.QtWidgets import (QAbstractItemView, QApplication, QLabel, QLineEdit, QStyle, QStyledItemDelegate,
                                QStyleOptionViewItem, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from deskdex.errors import DeskdexError
 
 from .caller import Caller
+
+if TYPE_CHECKING:
+    from deskdex.protocol import SearchHit
 
 logger = logging.getLogger(__name__)
 
@@ -95,14 +99,14 @@ class SearchWindow(QWidget):
         if seq != self._seq:  # an answer to a query typed over since
             return
         self.results.clear()
-        hits = result.get("hits", [])
+        hits: list[SearchHit] = result.get("hits", [])  # the search op's answer
         total = result.get("total", len(hits))
         self.info.setText(f"{total} result{'s' if total != 1 else ''}" + (f", first {len(hits)} shown"
                                                                           if total > len(hits) else ""))
         for hit in hits:
             self.results.addTopLevelItem(self._item(hit))
-        if hits:
-            self.results.setCurrentItem(self.results.topLevelItem(0))
+        if hits and (first := self.results.topLevelItem(0)) is not None:
+            self.results.setCurrentItem(first)
 
     def _failed(self, seq: int, error: DeskdexError) -> None:
         if seq != self._seq:
@@ -110,7 +114,7 @@ class SearchWindow(QWidget):
         self.results.clear()
         self.info.setText(f"<span style='color:#c62828'>{html.escape(str(error))}</span>")
 
-    def _item(self, hit: dict[str, Any]) -> QTreeWidgetItem:
+    def _item(self, hit: SearchHit) -> QTreeWidgetItem:
         path = hit.get("path") or hit.get("uri", "")
         date = time.strftime("%Y-%m-%d", time.localtime(hit["mtime"])) if hit.get("mtime") else ""
         dups = int(hit.get("duplicates") or 0)
@@ -174,7 +178,7 @@ class SearchWindow(QWidget):
             return True
         return False
 
-    def showEvent(self, event: Any) -> None:
+    def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         self.box.setFocus()
         self.box.selectAll()
@@ -186,7 +190,7 @@ class HtmlDelegate(QStyledItemDelegate):
     # muted colours only on an unselected row: on the selection colour they would be unreadable
     PLAIN = ".path { color: #666666 } .copies { color: #2a62b8 }"
 
-    def _doc(self, option: QStyleOptionViewItem, index: QModelIndex) -> QTextDocument:
+    def _doc(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QTextDocument:
         doc = QTextDocument()
         doc.setDefaultFont(option.font)
         if not option.state & QStyle.StateFlag.State_Selected:
@@ -195,7 +199,8 @@ class HtmlDelegate(QStyledItemDelegate):
         doc.setTextWidth(max(100, option.rect.width()))
         return doc
 
-    def paint(self, painter: Any, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem,
+              index: QModelIndex | QPersistentModelIndex) -> None:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         doc = self._doc(opt, index)
@@ -211,11 +216,11 @@ class HtmlDelegate(QStyledItemDelegate):
         doc.documentLayout().draw(painter, ctx)
         painter.restore()
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
-        view = self.parent()
-        if opt.rect.width() <= 0 and view is not None:
+        view = self.parent()  # the results tree (an item view) that this delegate paints
+        if opt.rect.width() <= 0 and isinstance(view, QAbstractItemView):
             opt.rect.setWidth(view.viewport().width() - 40)
         doc = self._doc(opt, index)
         return QSize(int(doc.idealWidth()), int(doc.size().height()) + 4)
