@@ -119,6 +119,7 @@ class NotConfigured(DeskdexError):
 
 class StoreError(DeskdexError):
     code = "store_error"
+    condition = "index error"  # what ``deskdex status`` shows as the daemon's state reason
 
 
 class IndexBusy(StoreError):

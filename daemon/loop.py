@@ -13,6 +13,13 @@ the kernel reports it, root sees everything, and only root may change anything. 
 changes are followed live for files (inotify IN_ATTRIB) and folders (a rescan of the folder,
 which converts nothing), and caught by every reconcile; account changes (/etc/passwd, /etc/group)
 are watched and bring a rescan of every home.
+
+When the index cannot be written (a full disk, a lock another program holds on the catalog, a
+read-only file system: StoreUnwritable), the work at hand goes back to the queue, ``status`` says
+``stalled`` and why, and the main thread waits (1 s, doubling up to a minute; a stop ends the wait),
+rolls the collection back and tries again (Collection.recover). Searches go on meanwhile through
+the read-only view. Work done again is cheap: what was committed is unchanged, and stored texts
+are reused rather than converted again.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from typing import Any, Iterator
 
 from deskdex import settings
 from deskdex.converters import Limits
-from deskdex.errors import ConfigError, DeskdexError, Interrupted
+from deskdex.errors import ConfigError, DeskdexError, Interrupted, StoreError, StoreUnwritable
 from deskdex.index import Collection
 from deskdex.pipeline.coalesce import Changed, Deleted, Moved, Record, Rescan
 from deskdex.pipeline.indexer import Indexer, Summary
@@ -40,12 +47,19 @@ from .crawls import CrawlScheduler
 
 logger = logging.getLogger(__name__)
 
+# Seconds before trying a store that cannot be written again: the first wait, doubled after each
+# failure up to the last.
+RETRY_FIRST = 1.0
+RETRY_MOST = 60.0
+
 
 class Daemon:
     def __init__(self, cfg: Config, system: bool = False) -> None:
         self.cfg = cfg
         self.system = system
         self.state = "starting"
+        self.stall: StoreError | None = None  # why the index cannot be written now (no traceback kept)
+        self._retry_in = 0.0  # back-off before the next try; 0 while the index can be written
         self.current: str | None = None
         self.notes: list[str] = []
         self.offline: set[str] = set()
@@ -61,7 +75,9 @@ class Daemon:
         self._check_accounts = False
         self._homes: set[str] = set()  # the folders watched (enterprise mode: the homes found so far)
         self._last_work = 0.0
-        self.coll = Collection.from_settings(cfg, writable=True)
+        # A store that cannot be written at start (a full disk) stalls the daemon like one that
+        # fails later: it starts, answers searches, and waits.
+        self.coll = Collection.from_settings(cfg, writable=True, unwritable_ok=True)
         self.reader = Collection.open(cfg.home.data_dir)
         self._read_lock = threading.Lock()
         self._write_lock = threading.RLock()  # the one writer: file changes and crawled pages take turns
@@ -127,7 +143,10 @@ class Daemon:
         if self.accounts is not None:
             self.accounts.stop()
         self.indexer.release()
-        self.coll.close()
+        try:
+            self.coll.close()
+        except StoreError as exc:
+            logger.warning("the last changes are not committed (%s): the next start indexes them", exc)
         self.reader.close()
 
     def run(self, watch: bool = True, once: bool = False) -> None:
@@ -146,7 +165,12 @@ class Daemon:
         crawls = None
         try:
             with self._write_lock:
-                self.reconcile(roots)
+                try:
+                    self.reconcile(roots)
+                except StoreUnwritable as exc:
+                    if once:
+                        raise
+                    self._stalled(exc, [], set(roots))
             if once:
                 return
             crawls = CrawlScheduler(self.cfg.home.config_file, self.coll, self._write_lock, self.limits).start()
@@ -161,6 +185,8 @@ class Daemon:
                     check, self._check_accounts = self._check_accounts, False
                 if check:
                     self._accounts_changed()
+                if self.coll.failed and not self._store_back():
+                    continue
                 with self._cond:
                     records, self._records = self._records, []
                     rescans, self._rescan = self._rescan, set()
@@ -174,8 +200,9 @@ class Daemon:
         self.state = "stopping"
 
     def _has_work(self) -> bool:
+        # A failed collection is work too: it is tried again (with back-off) until it recovers.
         return not self.paused and not self._battery_hold() and bool(
-            self._records or self._rescan or self._check_accounts)
+            self._records or self._rescan or self._check_accounts or self.coll.failed)
 
     def _battery_hold(self) -> bool:
         """True while work waits for mains power (checked only when there is work)."""
@@ -190,8 +217,10 @@ class Daemon:
         return self.on_battery
 
     def _holding(self) -> bool:
-        """Something kept only for work to come: converter processes or an open tantivy index."""
-        return self.indexer.holding_workers or not self.coll.suspended or not self.reader.suspended
+        """Something kept only for work to come: converter processes or an open tantivy index
+        (a failed collection's is let go of by its recovery, not by the release timer)."""
+        return (self.indexer.holding_workers or not (self.coll.suspended or self.coll.failed)
+                or not self.reader.suspended)
 
     def _wait_timeout(self) -> float | None:
         if self.on_battery:
@@ -207,7 +236,13 @@ class Daemon:
             return
         self.indexer.release()
         with self._write_lock:
-            self.coll.suspend()
+            try:
+                if not self.coll.failed:
+                    self.coll.suspend()
+            except StoreUnwritable as exc:
+                self._stalled(exc)
+            except StoreError as exc:
+                self.note(f"could not commit: {exc}")
         with self._read_lock:
             self.reader.suspend()
 
@@ -295,6 +330,39 @@ class Daemon:
         settings.save(self.cfg.home, {key: values})
         self.cfg = settings.load(self.cfg.home)
 
+    # -- an index that cannot be written -------------------------------------------------------------
+    def _stalled(self, exc: StoreError, records: list[Record] | None = None, rescans: set[str] | None = None) -> None:
+        """The index could not be written: keep the work for later (it is done again from the
+        start), say why in ``status``, and wait longer than last time before the next try."""
+        with self._cond:
+            self._records[:0] = records or []
+            self._rescan.update(rescans or ())
+        first = not self._retry_in
+        self._retry_in = RETRY_FIRST if first else min(RETRY_MOST, self._retry_in * 2)
+        self.stall = type(exc)(str(exc))
+        self.state = "stalled"
+        if first:
+            self.note(f"indexing stalled: {exc}")
+        else:
+            logger.info("still stalled (%s): next try in %g s", exc.condition, self._retry_in)
+
+    def _store_back(self) -> bool:
+        """After the back-off, roll the failed collection back and try it again. True when it
+        can be written (the work kept is done next); False when stopped or still failing."""
+        if self._retry_in and self._stop.wait(self._retry_in):
+            return False
+        with self._write_lock:
+            try:
+                self.coll.recover()
+            except StoreError as exc:
+                self._stalled(exc)
+                return False
+        if self.stall is not None:
+            logger.info("the index can be written again: catching up")
+            self.stall = None
+            self.state = "indexing"
+        return True
+
     # -- applying changes ----------------------------------------------------------------------------
     def reconcile(self, roots: list[str]) -> Summary:
         """Bring the catalog in line with the disk under ``roots`` (changes made while we were down)."""
@@ -368,12 +436,17 @@ class Daemon:
                                 or p.startswith(path.rstrip("/") + "/")] or [path])
         except Interrupted:
             raise
+        except StoreUnwritable as exc:
+            self._stalled(exc, records, rescans)
         except DeskdexError as exc:
             self.note(f"could not apply changes: {exc}")
+        else:
+            self._retry_in = 0.0  # written: the next stall starts with a short wait again
         finally:
             self.current = None
             self._last_work = time.monotonic()
-            self.state = "paused" if self.paused else "idle"
+            if self.stall is None:
+                self.state = "paused" if self.paused else "idle"
 
 
 def _inside(path: str, roots: list[str]) -> bool:

@@ -57,8 +57,12 @@ class Ops:
             counts, sizes = dict(self._counts[1]), self._counts[2]
             if req.args["failures"] and not other:  # no paths of others' files
                 counts["failures"] = reports.failures(reader)
-        out = {"state": d.state, "queue": d.queue_length(), "current": d.current, **counts, **sizes,
-               "cpu_seconds": round(self._cpu_seconds(), 2),
+        stall = d.stall
+        # The message names the store's path: another user of an enterprise-mode daemon gets the
+        # condition alone ("disk full").
+        reason = None if stall is None else stall.condition if other else str(stall)
+        out = {"state": d.state, "state_reason": reason, "queue": d.queue_length(), "current": d.current,
+               **counts, **sizes, "cpu_seconds": round(self._cpu_seconds(), 2),
                "last_commit": float(last) if last else None, "folders": d.folders(),
                "offline": sorted(d.offline), "notes": d.notes, "pid": os.getpid(),
                "converted": d.indexer.converted, "paused": d.paused,

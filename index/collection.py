@@ -2,27 +2,35 @@
 
 One writer per home at a time: ``Collection.open(..., writable=True)`` takes an exclusive lock
 file and fails at once with IndexBusy if another process holds it. Readers never lock.
+
+A write that fails with a StoreError (a full disk, a lock another program holds, a read-only
+file system) may leave the catalog and tantivy out of step: the collection then refuses every
+write with the same error until ``recover()``, which drops what neither committed and replays
+the ``pending`` journal (index/store.py) into tantivy. What was committed to the catalog is
+never lost; what was not is still on disk for the caller to index again.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import os
 import shutil
 import time
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Concatenate, Iterator, ParamSpec, TypeVar
 
 import tantivy
 
 from deskdex.converters import tagged
 from deskdex.converters.document import Document
-from deskdex.errors import IndexBusy, IndexMissing, StoreError
+from deskdex.errors import IndexBusy, IndexMissing, StoreError, StoreUnwritable
 
 from . import fulltext
 from .checksums import bytes_checksum, text_checksum
 from .duplicates import DEFAULT_K, DEFAULT_MIN_SIMILARITY, DuplicateIndex, Features
 from .store import Catalog, Row
+from .storeerrors import translated
 
 if TYPE_CHECKING:
     from deskdex.settings import Config
@@ -33,32 +41,81 @@ CATALOG = "catalog.sqlite"
 TANTIVY = "tantivy"
 LOCK = "writer.lock"
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _writes(method: Callable[Concatenate[Collection, P], R]) -> Callable[Concatenate[Collection, P], R]:
+    """A write to the collection: refused while an earlier failure is not recovered, and marking
+    the collection failed when it fails itself."""
+
+    @functools.wraps(method)
+    def write(self: Collection, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self._failed is not None:
+            kind, message = self._failed
+            raise kind(message)
+        try:
+            return method(self, *args, **kwargs)
+        except StoreError as exc:
+            # The class and message only: a kept exception would keep its traceback's frames,
+            # and with them tantivy's writer (and its lock).
+            self._failed = (type(exc), str(exc))
+            raise
+
+    return write
+
 
 class Collection:
     def __init__(self, data_dir: str, writable: bool, dup_k: int | None = None,
-                 dup_min_similarity: float | None = None) -> None:
+                 dup_min_similarity: float | None = None, unwritable_ok: bool = False) -> None:
+        """``unwritable_ok`` (writable only): a store that cannot be written now (StoreUnwritable)
+        does not fail the open; the collection starts failed, and ``recover()`` finishes opening it."""
         self.data_dir = data_dir
         self.writable = writable
+        self._dup_params = (dup_k, dup_min_similarity)
         self._lock_fd: int | None = None
-        self._writer: tantivy.IndexWriter | None = None
+        self._tantivy_dir = os.path.join(data_dir, TANTIVY)
+        self._tantivy: tantivy.Index | None = None
+        self._writer: fulltext.Writer | None = None
         self._dirty = 0
+        self._failed: tuple[type[StoreError], str] | None = None  # a failed write, until recover()
+        self._opened = False  # _open() went through
         if writable:
-            os.makedirs(data_dir, mode=0o700, exist_ok=True)
+            with translated(data_dir):
+                os.makedirs(data_dir, mode=0o700, exist_ok=True)
             self._lock()
         elif not os.path.exists(os.path.join(data_dir, CATALOG)):
             raise IndexMissing(f"nothing indexed yet under {data_dir}: run `deskdex index PATH` first")
-        self.catalog = Catalog(os.path.join(data_dir, CATALOG), writable)
-        tantivy_dir = os.path.join(data_dir, TANTIVY)
+        try:
+            self.catalog = Catalog(os.path.join(data_dir, CATALOG), writable)
+        except BaseException:
+            self._unlock()
+            raise
+        try:
+            self._open()
+        except StoreUnwritable as exc:
+            if not (writable and unwritable_ok):
+                self._close_stores()
+                raise
+            logger.warning("the index cannot be written for now: %s", exc)
+            self._failed = (type(exc), str(exc))
+        except BaseException:
+            self._close_stores()
+            raise
+
+    def _open(self) -> None:
+        """tantivy's side, and (writable) what a crash left half-done repaired."""
+        writable = self.writable
+        tantivy_dir = self._tantivy_dir
         stale = self.catalog.get_meta("schema") != fulltext.SCHEMA_VERSION and os.path.isdir(tantivy_dir)
         if stale and not writable:
             raise StoreError("the index was made by another version of deskdex: run `deskdex index` or the "
                              "daemon once to rebuild it (nothing is converted again)")
         if stale:
             shutil.rmtree(tantivy_dir, ignore_errors=True)
-        self._tantivy_dir = tantivy_dir
-        self._tantivy: tantivy.Index | None = fulltext.open_index(tantivy_dir, create=writable)
+        self._tantivy = fulltext.open_index(tantivy_dir, create=writable)
         if writable:
-            self._writer = fulltext.open_writer(self.index)
+            self._writer = fulltext.Writer(self.index, tantivy_dir)
             if stale:
                 logger.warning("rebuilding the search index from the catalog (new schema)")
                 self.rebuild()
@@ -66,11 +123,13 @@ class Collection:
             self.catalog.commit()
             self._replay_pending()
             self.catalog.begin()
+            dup_k, dup_min_similarity = self._dup_params
             self.dups = DuplicateIndex(self.catalog.db, dup_k or DEFAULT_K,
                                        dup_min_similarity if dup_min_similarity is not None else DEFAULT_MIN_SIMILARITY)
             if self.dups.rebuilt.docs:  # new thresholds: every cluster id may have moved
                 self._recluster(set(self.dups.rebuilt.docs))
             self.commit()
+        self._opened = True
 
     @classmethod
     def open(cls, data_dir: str, writable: bool = False, dup_k: int | None = None,
@@ -78,13 +137,14 @@ class Collection:
         return cls(data_dir, writable, dup_k, dup_min_similarity)
 
     @classmethod
-    def from_settings(cls, cfg: Config, writable: bool = False) -> Collection:
+    def from_settings(cls, cfg: Config, writable: bool = False, unwritable_ok: bool = False) -> Collection:
         """The collection of ``cfg``'s home, with its duplicate thresholds."""
         return cls(cfg.home.data_dir, writable, dup_k=int(cfg["dup_k"]),
-                   dup_min_similarity=float(cfg["dup_min_similarity"]))
+                   dup_min_similarity=float(cfg["dup_min_similarity"]), unwritable_ok=unwritable_ok)
 
     def _lock(self) -> None:
-        fd = os.open(os.path.join(self.data_dir, LOCK), os.O_CREAT | os.O_RDWR, 0o600)
+        with translated(self.data_dir):
+            fd = os.open(os.path.join(self.data_dir, LOCK), os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -92,9 +152,17 @@ class Collection:
             os.close(fd)
             raise IndexBusy(f"another deskdex process (pid {holder}) is writing to {self.data_dir}; "
                             "wait for it to finish or stop it") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
         self._lock_fd = fd
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+        except OSError:
+            pass  # only says who holds the lock (a full disk may refuse it): the lock is what counts
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     @property
     def index(self) -> tantivy.Index:
@@ -103,12 +171,13 @@ class Collection:
         return self._tantivy
 
     @property
-    def writer(self) -> tantivy.IndexWriter:
+    def writer(self) -> fulltext.Writer:
         assert self.writable, "collection opened read-only"
         if self._writer is None:
-            self._writer = fulltext.open_writer(self.index)
+            self._writer = fulltext.Writer(self.index, self._tantivy_dir)
         return self._writer
 
+    @_writes
     def suspend(self) -> None:
         """Commit and let go of tantivy's objects, opened again on the next use. An open tantivy
         index keeps threads (one polls meta.json twice a second) and caches: an idle daemon needs
@@ -123,13 +192,53 @@ class Collection:
         return self._tantivy is None
 
     def close(self) -> None:
-        if self._writer is not None:
+        """Commit and close; a failed collection (or a commit that fails now) keeps only what was
+        committed before, and the journal repairs tantivy on the next open."""
+        try:
+            if self._writer is not None and self._failed is None:
+                self.commit()
+                self._writer = None
+        finally:
+            self._close_stores()
+
+    def _close_stores(self) -> None:
+        self._discard_writer()
+        self._tantivy = None
+        self.catalog.close()  # rolls back what is not committed
+        self._unlock()
+
+    @property
+    def failed(self) -> bool:
+        """A write failed and ``recover()`` has not succeeded since."""
+        return self._failed is not None
+
+    def recover(self) -> None:
+        """After a failed write: drop what was not committed, on both sides; open tantivy's writer
+        again and replay the pending journal into it; then commit both, which shows they can be
+        written. Raises the StoreError of a condition that still holds: try again later."""
+        assert self.writable
+        self._failed = None
+        try:
+            self.catalog.rollback()
+            self._discard_writer()
+            self._tantivy = None  # opened again, with tantivy's view of its files as they are now
+            if not self._opened:
+                self._open()  # it failed while opening: finish that
+                return
+            self._writer = fulltext.Writer(self.index, self._tantivy_dir)
+            self._replay_pending()
             self.commit()
-            self._writer = None
-        self.catalog.close()
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        except StoreError as exc:
+            self._failed = (type(exc), str(exc))
+            raise
+
+    def _discard_writer(self) -> None:
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            try:
+                writer.discard()
+            except StoreError as exc:
+                logger.debug("tantivy's writer ended with an error: %s", exc)
 
     def __enter__(self) -> "Collection":
         return self
@@ -157,6 +266,7 @@ class Collection:
         return text.replace('<doc uri=""', f'<doc uri="{_attr(row.uri)}"', 1)
 
     # -- writing -----------------------------------------------------------------------------
+    @_writes
     def put(self, row: Row, doc: Document | None, feats: Features | None = None) -> None:
         """Store a converted document (or, with ``doc`` None, a name-only or failed entry).
         ``feats``: its duplicate-detection features when computed already (in a worker)."""
@@ -190,11 +300,13 @@ class Collection:
         self._index(row, doc)
         self._recluster(set(changes.docs) | touched, before, skip=doc_id)
 
+    @_writes
     def reuse(self, row: Row, same: Row) -> None:
         """Store ``row`` with the text of ``same`` (identical bytes): no conversion."""
         row.blob, row.text_sum, row.title, row.mime = same.blob, same.text_sum, same.title, same.mime
         self._store(row, self.document(row))
 
+    @_writes
     def move(self, old_uri: str, new_uri: str, new_path: str) -> int:
         """Give a document (and its members) a new URI and path, keeping its stored text."""
         row = self.catalog.get(old_uri)
@@ -213,6 +325,7 @@ class Collection:
             self._store(r, self.document(r) if r.status == "ok" else None)
         return len(moved)
 
+    @_writes
     def delete(self, uri: str) -> int:
         assert self.writable
         ids = [i for u in [uri] + self.catalog.descendants(uri) if (i := self.catalog.doc_id(u)) is not None]
@@ -222,7 +335,7 @@ class Collection:
             changed |= self.dups.remove(i).docs
         gone = self.catalog.delete(uri)
         for u in gone:
-            self.writer.delete_documents_by_term("uri", u)
+            self.writer.delete(u)
         self._dirty += len(gone)
         self._recluster(changed - set(ids), before)
         return len(gone)
@@ -268,14 +381,15 @@ class Collection:
 
     def _index(self, row: Row, doc: Document | None) -> None:
         assert self.writable
-        self.writer.delete_documents_by_term("uri", row.uri)
-        self.writer.add_document(fulltext.to_fields(row, doc))
+        self.writer.delete(row.uri)
+        self.writer.add(fulltext.to_fields(row, doc))
         self._dirty += 1
 
     @property
     def dirty(self) -> int:
         return self._dirty
 
+    @_writes
     def commit(self) -> None:
         """Make everything written so far durable and searchable, catalog first."""
         assert self.writable
@@ -290,6 +404,7 @@ class Collection:
         self.catalog.commit()
         self._dirty = 0
 
+    @_writes
     def collect_garbage(self) -> int:
         n = self.catalog.collect_garbage()
         self.catalog.commit()
@@ -303,21 +418,22 @@ class Collection:
         logger.info("repairing %d index entries left by an interrupted run", len(pending))
         assert self.writable
         for uri in pending:
-            self.writer.delete_documents_by_term("uri", uri)
+            self.writer.delete(uri)
             row = self.catalog.get(uri)
             if row is not None:
-                self.writer.add_document(fulltext.to_fields(row, self.document(row) if row.status == "ok" else None))
+                self.writer.add(fulltext.to_fields(row, self.document(row) if row.status == "ok" else None))
         self.writer.commit()
         self.catalog.clear_pending(pending)
         self.catalog.commit()
 
+    @_writes
     def rebuild(self) -> int:
         """Re-create the tantivy index from the catalog and store, converting nothing."""
         assert self.writable
-        self.writer.delete_all_documents()
+        self.writer.delete_all()
         n = 0
         for row in self.catalog.rows():
-            self.writer.add_document(fulltext.to_fields(row, self.document(row) if row.status == "ok" else None))
+            self.writer.add(fulltext.to_fields(row, self.document(row) if row.status == "ok" else None))
             n += 1
         self.writer.commit()
         return n

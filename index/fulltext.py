@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 import tantivy
 
 from deskdex.converters.detect import extension
-from deskdex.errors import IndexBusy, StoreError
+from deskdex.errors import IndexBusy, StoreError, StoreUnwritable
 
 from .access import reader_terms
+from .storeerrors import from_tantivy, translated
 
 if TYPE_CHECKING:
     from deskdex.converters.document import Document
@@ -94,12 +95,16 @@ def cjk_grams(text: str) -> tuple[str, str]:
 
 def open_index(directory: str, create: bool) -> tantivy.Index:
     if create:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
+        with translated(directory):
+            os.makedirs(directory, mode=0o700, exist_ok=True)
     elif not os.path.isdir(directory):
         raise StoreError(f"no tantivy index in {directory}")
     try:
         index = tantivy.Index(build_schema(), path=directory, reuse=True)
     except ValueError as exc:
+        error = from_tantivy(exc, directory)
+        if isinstance(error, StoreUnwritable):
+            raise error from exc
         raise StoreError(f"cannot open the index in {directory}: {exc}") from exc
     for name, analyzer in ANALYZERS.items():
         index.register_tokenizer(name, analyzer)
@@ -109,13 +114,42 @@ def open_index(directory: str, create: bool) -> tantivy.Index:
     return index
 
 
-def open_writer(index: tantivy.Index, heap_bytes: int = 64_000_000, threads: int = 1) -> tantivy.IndexWriter:
-    try:
-        return index.writer(heap_size=heap_bytes, num_threads=threads)
-    except ValueError as exc:
-        if "LockBusy" in str(exc):
-            raise IndexBusy("another deskdex process is writing to this index") from exc
-        raise StoreError(f"cannot write to the index: {exc}") from exc
+class Writer:
+    """tantivy's IndexWriter, its failures translated into StoreErrors (index/storeerrors.py).
+
+    ``discard()`` ends it for sure: after a failure, a traceback may still hold the Python object,
+    and a writer left to the garbage collector would keep tantivy's lock from the next one."""
+
+    def __init__(self, index: tantivy.Index, directory: str, heap_bytes: int = 64_000_000, threads: int = 1) -> None:
+        self.directory = directory
+        try:
+            self._writer = index.writer(heap_size=heap_bytes, num_threads=threads)
+        except ValueError as exc:
+            if "LockBusy" in str(exc):
+                raise IndexBusy("another deskdex process is writing to this index") from exc
+            raise from_tantivy(exc, directory) from exc
+
+    def add(self, doc: tantivy.Document) -> None:
+        with translated(self.directory):
+            self._writer.add_document(doc)
+
+    def delete(self, uri: str) -> None:
+        with translated(self.directory):
+            self._writer.delete_documents_by_term("uri", uri)
+
+    def delete_all(self) -> None:
+        with translated(self.directory):
+            self._writer.delete_all_documents()
+
+    def commit(self) -> None:
+        with translated(self.directory):
+            self._writer.commit()
+
+    def discard(self) -> None:
+        """Drop what is not committed and let go of the writer and its lock (for good)."""
+        with translated(self.directory):
+            self._writer.rollback()
+            self._writer.wait_merging_threads()  # consumes tantivy's writer: the lock goes with it
 
 
 def to_fields(row: "Row", doc: "Document | None") -> tantivy.Document:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -13,6 +14,8 @@ from deskdex.errors import QueryError
 from . import query as query_language
 from .access import EVERYONE
 from .collection import Collection
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -66,7 +69,12 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
     if reader is not None:
         allowed = tantivy.Query.term_set_query(coll.index.schema, "reader", [reader, EVERYONE])
         q = tantivy.Query.boolean_query([(tantivy.Occur.Must, q), (tantivy.Occur.Must, allowed)])
-    coll.index.reload()
+    try:
+        coll.index.reload()
+    except ValueError as exc:
+        # tantivy takes a lock file to load new commits, which a read-only file system refuses:
+        # the commits loaded before still answer (the daemon cannot write new ones meanwhile).
+        logger.debug("searching without the latest commits: %s", exc)
     searcher = coll.index.searcher()
     if not collapse:
         # limit 0 panics inside tantivy (a BaseException): always ask for at least one hit.

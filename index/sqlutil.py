@@ -21,7 +21,10 @@ def atomic(conn: sqlite3.Connection) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        conn.execute("ROLLBACK TO dup")
-        conn.execute("RELEASE dup")
+        # After some errors (a full disk) SQLite has rolled the whole transaction back already,
+        # savepoint and all: rolling back again would fail and hide the error that counts.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK TO dup")
+            conn.execute("RELEASE dup")
         raise
     conn.execute("RELEASE dup")

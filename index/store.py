@@ -5,19 +5,31 @@ tagged text, zstd-compressed, once per distinct text (two copies of a file share
 ``pending`` lists URIs whose tantivy entries must be brought in line with ``docs``: a URI is
 written there in the same transaction as its row and removed only after tantivy commits, so
 a crash between the two is repaired on the next open (see ``Collection.open``).
+
+Every sqlite3 error met through a Catalog's connection arrives translated into deskdex.errors
+(``Connection`` below, index/storeerrors.py): a full disk is DiskFull, a lock held by another
+program StoreLocked, and so on.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import time
 from dataclasses import dataclass, fields
-from typing import Iterable, Iterator
+from typing import Any, Callable, Concatenate, Iterable, Iterator, ParamSpec, TypeVar
 
 import zstandard
 
 from deskdex.errors import IndexMissing, StoreError
+
+from .storeerrors import from_sqlite, translated
+
+# How long a write waits for a lock another program holds on the catalog before giving up with
+# StoreLocked. Short: the daemon's main thread waits here and must still stop on SIGTERM within
+# seconds; it waits out a longer hold itself, with back-off (daemon/loop.py).
+WRITER_WAIT = 2.0
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs(
@@ -79,52 +91,123 @@ class Row:
 COLUMNS = tuple(f.name for f in fields(Row))
 _SELECT = "SELECT " + ",".join(COLUMNS) + " FROM docs"
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _translating(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], R]:
+    """A method of sqlite3's Connection or Cursor whose errors come out as deskdex's. A try
+    rather than ``translated()``: it runs for every row read."""
+
+    @functools.wraps(method)
+    def call(self: Connection | Cursor, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            error = from_sqlite(exc, self.store_path)
+            if error is None:
+                raise
+            raise error from exc
+
+    return call
+
+
+class Connection(sqlite3.Connection):
+    """The catalog's connection: what it executes, and the cursors that returns, raise
+    StoreErrors. (sqlite3's own ``execute`` makes a plain cursor: ours make a ``Cursor``.)"""
+
+    store_path = ""
+
+    @_translating
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        cursor: sqlite3.Cursor = self.cursor(Cursor).execute(sql, parameters)
+        return cursor
+
+    @_translating
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> sqlite3.Cursor:
+        cursor: sqlite3.Cursor = self.cursor(Cursor).executemany(sql, parameters)
+        return cursor
+
+    @_translating
+    def executescript(self, script: str, /) -> sqlite3.Cursor:
+        cursor: sqlite3.Cursor = self.cursor(Cursor).executescript(script)
+        return cursor
+
+
+class Cursor(sqlite3.Cursor):
+    @property
+    def store_path(self) -> str:
+        return self.connection.store_path  # type: ignore[attr-defined, no-any-return]
+
+    execute = _translating(sqlite3.Cursor.execute)
+    executemany = _translating(sqlite3.Cursor.executemany)
+    executescript = _translating(sqlite3.Cursor.executescript)
+    fetchone = _translating(sqlite3.Cursor.fetchone)
+    fetchmany = _translating(sqlite3.Cursor.fetchmany)
+    fetchall = _translating(sqlite3.Cursor.fetchall)
+    __next__ = _translating(sqlite3.Cursor.__next__)
+
+
+def connect(path: str, read_only: bool = False) -> Connection:
+    """A connection to the catalog at ``path``; opening it may fail with a StoreError too."""
+    with translated(path):
+        if read_only:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, timeout=30,
+                                 factory=Connection)
+        else:
+            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+            os.close(fd)
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=WRITER_WAIT,
+                                 factory=Connection)
+    db.store_path = path
+    return db
+
 
 class Catalog:
     def __init__(self, path: str, writable: bool = True) -> None:
         self.path = path
         self.writable = writable
+        if not writable and not os.path.exists(path):
+            raise IndexMissing(f"no index at {os.path.dirname(path)}: run `deskdex index PATH` first")
+        self.db = connect(path, read_only=not writable)
         if writable:
-            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-            os.close(fd)
-            self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(SCHEMA)
-        else:
-            if not os.path.exists(path):
-                raise IndexMissing(f"no index at {os.path.dirname(path)}: run `deskdex index PATH` first")
-            self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, timeout=30)
+            try:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                self.db.executescript(SCHEMA)
+            except BaseException:
+                self.db.close()
+                raise
         self._zc = zstandard.ZstdCompressor(level=6)
         self._zd = zstandard.ZstdDecompressor()
-        self._in_tx = False
 
     def close(self) -> None:
-        if self._in_tx:
+        try:
             self.rollback()
-        if self.writable:
-            # Fold the write-ahead log into the database, so the disk holds one compact file.
-            try:
+            if self.writable:
+                # Fold the write-ahead log into the database, so the disk holds one compact file;
+                # without waiting: a lock held elsewhere must not hold up a daemon that stops.
+                self.db.execute("PRAGMA busy_timeout=0")
                 self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            except sqlite3.OperationalError:
-                pass  # a reader holds it: the next writer checkpoints
-        self.db.close()
+        except StoreError:
+            pass  # a reader or another program holds it, or the disk is full: the next writer checkpoints
+        finally:
+            self.db.close()
 
     # -- transactions ------------------------------------------------------------------------
+    # SQLite's own word on whether a transaction is open: after some errors (a full disk) it has
+    # rolled the transaction back itself.
     def begin(self) -> None:
-        if not self._in_tx:
+        if not self.db.in_transaction:
             self.db.execute("BEGIN IMMEDIATE")
-            self._in_tx = True
 
     def commit(self) -> None:
-        if self._in_tx:
+        if self.db.in_transaction:
             self.db.execute("COMMIT")
-            self._in_tx = False
 
     def rollback(self) -> None:
-        if self._in_tx:
+        if self.db.in_transaction:
             self.db.execute("ROLLBACK")
-            self._in_tx = False
 
     # -- documents ---------------------------------------------------------------------------
     def get(self, uri: str) -> Row | None:
@@ -234,7 +317,3 @@ class Catalog:
     def get_meta(self, key: str) -> str | None:
         r = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return r[0] if r else None
-
-
-def wrap_sqlite(exc: sqlite3.Error) -> StoreError:
-    return StoreError(f"catalog error: {exc}")

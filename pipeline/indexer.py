@@ -93,12 +93,19 @@ class Indexer:
         """Convert or reuse what changed among ``files``; commits only when a batch is due."""
         summary = summary or Summary()
         wanted: dict[str, FileInfo] = {}
-        for source, outcomes in self.pool.map(self._to_convert(files, wanted, summary, progress), self.stop):
-            info = wanted.pop(source.uri)
-            self._store(info, outcomes, summary)
-            if progress:
-                progress(1, info.path)
-            self._maybe_commit()
+        try:
+            for source, outcomes in self.pool.map(self._to_convert(files, wanted, summary, progress), self.stop):
+                info = wanted.pop(source.uri)
+                self._store(info, outcomes, summary)
+                if progress:
+                    progress(1, info.path)
+                self._maybe_commit()
+        except BaseException:
+            # A failure (the index cannot be written) left conversions under way that no one
+            # waits for: their results would pass for the next run's.
+            self.release()
+            self._raw.clear()
+            raise
         if self.stop is not None and self.stop.is_set():
             self._raw.clear()
             raise Interrupted("stopped with files left to index; they are indexed on the next start")
