@@ -38,7 +38,7 @@ from deskdex.errors import ConfigError, DeskdexError, Interrupted, StoreError, S
 from deskdex.index import Collection
 from deskdex.pipeline.coalesce import Changed, Deleted, Moved, Record, Rescan
 from deskdex.pipeline.indexer import Indexer, Summary
-from deskdex.pipeline.progress import progress_bar
+from deskdex.pipeline.progress import with_bar
 from deskdex.pipeline.scan import Excluder, FileInfo
 from deskdex.settings import Config
 
@@ -377,15 +377,12 @@ class Daemon:
         self._fresh_access()
         files = self.indexer.scan(present, self.cfg["exclude"])
         self.state = "indexing"
-        bar = progress_bar(len(files), min_total=50, leave=False)
         self._files_left = len(files)
-        progress = self._progress if bar is None else (lambda n, path: (bar.update(n), self._progress(n, path)))
         try:
-            summary = self.indexer.sync(present, files, progress=progress)
+            with with_bar(len(files), self._progress, min_total=50, leave=False) as progress:
+                summary = self.indexer.sync(present, files, progress=progress)
         finally:
             self._files_left = 0
-            if bar is not None:
-                bar.close()
         self.current = None
         self._last_work = time.monotonic()
         logger.info("reconciled %s: indexed %d, unchanged %d, removed %d, failed %d", ", ".join(present),

@@ -18,7 +18,7 @@ import logging
 import os
 import shutil
 import time
-from typing import TYPE_CHECKING, Callable, Concatenate, Iterator, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, AbstractSet, Callable, Concatenate, Iterator, ParamSpec, TypeVar
 
 import tantivy
 
@@ -288,6 +288,7 @@ class Collection:
         """Catalog row, duplicate clusters and tantivy entry for one document."""
         self.catalog.put(row)
         doc_id = self.catalog.doc_id(row.uri)
+        assert doc_id is not None, "put() has just written the row"
         touched = {doc_id}
         before = {c for c in (self.dups.cluster_of(doc_id),) if c is not None}
         if doc is not None and row.status == "ok":
@@ -346,13 +347,15 @@ class Collection:
         c = self.dups.cluster_of(doc_id)
         return c if c is not None and len(self.dups.clusters_.members(c)) > 1 else None
 
-    def _recluster(self, docs: set[int], clusters_before: set[int] = frozenset(), skip: int | None = None) -> None:
+    def _recluster(self, docs: set[int], clusters_before: AbstractSet[int] = frozenset(),
+                   skip: int | None = None) -> None:
         """Bring the cluster id of ``docs`` (and of every member of their clusters, before and
         after) up to date in the catalog and in tantivy."""
         check = set(docs)
         for c in set(clusters_before) | {c for d in docs if (c := self.dups.cluster_of(d)) is not None}:
             check.update(self.dups.clusters_.members(c))
-        check.discard(skip)  # type: ignore[arg-type]
+        if skip is not None:
+            check.discard(skip)
         for d in check:
             row = self.catalog.row_by_id(d)
             if row is None:

@@ -72,11 +72,11 @@ ANALYZERS = _analyzers()
 
 
 def analyze(text: str) -> list[str]:
-    return ANALYZERS[TEXT].analyze(text)  # type: ignore[no-any-return]
+    return ANALYZERS[TEXT].analyze(text)
 
 
 def analyze_path(text: str) -> list[str]:
-    return ANALYZERS[PATH].analyze(text)  # type: ignore[no-any-return]
+    return ANALYZERS[PATH].analyze(text)
 
 
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+")

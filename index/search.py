@@ -79,7 +79,8 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
     if not collapse:
         # limit 0 panics inside tantivy (a BaseException): always ask for at least one hit.
         result = searcher.search(q, max(1, limit), count=True, offset=offset, order_by_field=SORTS[sort])
-        return _results(coll, searcher, q, result.hits, result.count or 0, sort, snippets, limit,
+        return _results(coll, searcher, q, result.hits, result.count or 0,  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
+                        sort, snippets, limit,
                         counts=reader is None)
     window = (offset + limit) * 3 + 20
     while True:
@@ -88,7 +89,7 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
         if len(picked) >= offset + limit or len(result.hits) < window:
             break
         window *= 4  # many duplicates among the first hits: look further
-    total = result.count or 0
+    total = result.count or 0  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
     return _results(coll, searcher, q, picked[offset:offset + limit], total, sort, snippets, limit,
                     counts=reader is None)
 

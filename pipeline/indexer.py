@@ -17,7 +17,7 @@ from deskdex.converters.isolation import WorkerPool
 from deskdex.index import Collection, Row
 from deskdex.index.checksums import raw_checksum
 
-from .progress import progress_bar
+from .progress import Progress, with_bar
 from .scan import Excluder, FileInfo, walk
 
 if TYPE_CHECKING:
@@ -45,7 +45,6 @@ class Summary:
                 "failures": [{"path": p, "reason": r, "message": m} for p, r, m in self.failures]}
 
 
-Progress = Callable[[int, str], None]  # (files done since the last call, current path)
 AccessOf = Callable[[str], "tuple[int, str] | None"]  # path -> (owner uid, readers JSON), see index/access.py
 
 
@@ -287,9 +286,5 @@ def index_once(cfg: Config, roots: list[str], workers: int, progress: bool) -> S
         indexer = Indexer(coll, Limits.from_settings(cfg), workers=workers, idle=False,
                           commit_every=cfg["commit_every"], commit_seconds=cfg["commit_seconds"])
         files = indexer.scan(roots, cfg["exclude"])
-        bar = progress_bar(len(files)) if progress else None
-        try:
-            return indexer.sync(roots, files, progress=(lambda n, path: bar.update(n)) if bar else None)
-        finally:
-            if bar is not None:
-                bar.close()
+        with with_bar(len(files) if progress else 0, min_total=1) as shown:
+            return indexer.sync(roots, files, progress=shown)
