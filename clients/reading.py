@@ -34,7 +34,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         with Collection.open(home_of(args).data_dir) as coll:
             results = search(coll, query, limit=limit, offset=args.offset, sort=args.sort,
-                             snippets=snippets, collapse=not args.all).to_json()
+                             snippets=snippets, collapse=not args.all)
     if args.open:
         hits = results["hits"]
         if args.open > len(hits):

@@ -1,6 +1,6 @@
 """What ``deskdex search`` and ``deskdex dups`` print: title, path, date, size and a snippet with the
 matches highlighted. Works on results as the protocol carries them (``{"total", "hits": [...]}``,
-index.search.Results.to_json), whether they came over the socket or from the index directly.
+deskdex.protocol.SearchResults), whether they came over the socket or from the index directly.
 
 Light on purpose (no json, no dataclasses, no typing at run time): the fast path renders with it.
 """
@@ -69,7 +69,7 @@ def hyperlink(uri: str, text: str) -> str:
     return f"\033]8;;{uri.split('#', 1)[0]}\033\\{text}\033]8;;\033\\"
 
 
-def highlight(snippet: str, spans: list[list[int]] | list[tuple[int, int]], color: bool) -> str:
+def highlight(snippet: str, spans: list[list[int]], color: bool) -> str:
     parts, last = [], 0
     for a, b in spans:
         parts.append(snippet[last:a])

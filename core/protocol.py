@@ -28,8 +28,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Iterable, Mapping, TypedDict
 
-    # The search op's answer as the clients read it (JSON objects, so dicts): what
-    # deskdex.index.search.Results.to_json gives, over the socket or straight from the index.
+    # The search op's answer (JSON objects, so dicts): the one form of a search result, which
+    # deskdex.index.search builds and the clients render, over the socket or straight from the index.
     # Types only: the fast path must not import typing.
     class SearchHit(TypedDict):
         uri: str
@@ -43,9 +43,7 @@ if TYPE_CHECKING:
         ext: str
         source: str  # "files" or "web"
         cluster: int  # 0: in no duplicate cluster
-        # [start, end) character ranges in snippet (Results.to_json has tuples, which the CLI
-        # renders when no daemon runs: render.highlight takes both)
-        highlights: list[list[int]] | None
+        highlights: list[list[int]] | None  # [start, end) character ranges in snippet; None: no snippets
         duplicates: int  # other documents of its cluster (0 for another user of an enterprise daemon)
 
     class SearchResults(TypedDict):

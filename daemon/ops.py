@@ -20,6 +20,8 @@ from deskdex.index.access import EVERYONE
 from deskdex.pipeline.similar import convert_one, near_duplicates
 
 if TYPE_CHECKING:
+    from deskdex.protocol import SearchResults
+
     from .loop import Daemon
     from .server import Peer, Request
 
@@ -85,15 +87,14 @@ class Ops:
                 pass  # not Linux, or the worker just ended
         return total
 
-    def search(self, req: Request) -> dict[str, Any]:
+    def search(self, req: Request) -> SearchResults:
         a = req.args
         reader_uid = None
         if self._other_user(req.peer):
             reader_uid = req.peer.uid if req.peer.uid is not None else EVERYONE
         with self.daemon.reading() as reader:
-            found = search(reader, a["query"], limit=a["limit"], offset=a["offset"], sort=a["sort"],
-                           collapse=not a["all"], reader=reader_uid, snippets=a["snippets"])
-        return found.to_json()
+            return search(reader, a["query"], limit=a["limit"], offset=a["offset"], sort=a["sort"],
+                          collapse=not a["all"], reader=reader_uid, snippets=a["snippets"])
 
     # -- root's (or the owner's) ops ------------------------------------------------------------------
     def dups(self, req: Request) -> dict[str, Any]:

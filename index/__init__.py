@@ -6,7 +6,7 @@ Public surface: ``Collection`` (open, put, reuse, delete, commit), ``Row``, ``se
 from __future__ import annotations
 
 from .collection import Collection
-from .search import Hit, Results, search
+from .search import search
 from .store import Row
 
-__all__ = ["Collection", "Hit", "Results", "Row", "search"]
+__all__ = ["Collection", "Row", "search"]

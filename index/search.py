@@ -1,10 +1,12 @@
-"""Queries to ranked hits with snippets, read-only (any number of searchers beside one writer)."""
+"""Queries to ranked hits with snippets, read-only (any number of searchers beside one writer).
+
+A search answers the protocol's ``SearchResults`` (deskdex.protocol): plain dicts, the one form of a
+result, whether it crosses the socket or the command line reads the index directly."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tantivy
 
@@ -15,36 +17,10 @@ from . import query as query_language
 from .access import EVERYONE
 from .collection import Collection
 
+if TYPE_CHECKING:
+    from deskdex.protocol import SearchHit, SearchResults
+
 logger = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class Hit:
-    uri: str
-    path: str
-    title: str
-    snippet: str
-    score: float
-    mime: str
-    mtime: int
-    size: int
-    ext: str = ""
-    source: str = "files"
-    cluster: int = 0
-    highlights: list[tuple[int, int]] | None = None  # character ranges in ``snippet``
-    duplicates: int = 0  # other documents of its duplicate cluster (hidden unless ``collapse`` is off)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(slots=True)
-class Results:
-    total: int
-    hits: list[Hit]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"total": self.total, "hits": [h.to_json() for h in self.hits]}
 
 
 SORTS = {"relevance": None, "date": "mtime", "size": "size"}
@@ -58,7 +34,7 @@ def parse(index: tantivy.Index, query: str) -> tantivy.Query:
 
 
 def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snippets: bool = True,
-           sort: str = "relevance", collapse: bool = True, reader: int | None = None) -> Results:
+           sort: str = "relevance", collapse: bool = True, reader: int | None = None) -> SearchResults:
     """Ranked hits; with ``collapse`` one per duplicate cluster (the best: most relevant, then
     most recent), each saying how many near-duplicates it stands for. ``reader``: a uid; only
     documents that user may read are found (None: no filter), and duplicate counts, which would
@@ -112,27 +88,26 @@ def _collapse(searcher: tantivy.Searcher, hits: list[Any], sort: str) -> list[An
 
 
 def _results(coll: Collection, searcher: tantivy.Searcher, q: tantivy.Query, hits: list[Any], total: int,
-             sort: str, snippets: bool, limit: int, counts: bool) -> Results:
+             sort: str, snippets: bool, limit: int, counts: bool) -> SearchResults:
     """Hits with their stored fields, snippets and duplicate counts."""
     gen = tantivy.SnippetGenerator.create(searcher, q, coll.index.schema, "body") if snippets else None
     if gen is not None:
         gen.set_max_num_chars(200)
-    out = []
-    for score, address in hits:
+    out: list[SearchHit] = []
+    for score, address in hits[:limit]:
         d = searcher.doc(address).to_dict()
-        hit = Hit(
-            uri=_one(d, "uri"), path=_one(d, "path"),
-            title=_one(d, "title"), snippet="", score=float(score) if sort == "relevance" else 0.0, mime=_one(d, "mime"),
-            mtime=int(_one(d, "mtime", 0)), size=int(_one(d, "size", 0)), ext=_one(d, "ext"),
-            source=_one(d, "source", "files"), cluster=int(_one(d, "cluster", 0)),
-        )
-        if gen is not None:
-            hit.snippet, hit.highlights = _snippet(coll, gen, _one(d, "blob"))
-        if counts and hit.cluster:
-            hit.duplicates = coll.catalog.db.execute("SELECT count(*) - 1 FROM docs WHERE cluster=?",
-                                                     (hit.cluster,)).fetchone()[0]
-        out.append(hit)
-    return Results(total=total, hits=out[:limit])
+        snippet, highlights = _snippet(coll, gen, _one(d, "blob")) if gen is not None else ("", None)
+        cluster = int(_one(d, "cluster", 0))
+        duplicates = 0
+        if counts and cluster:
+            duplicates = coll.catalog.db.execute("SELECT count(*) - 1 FROM docs WHERE cluster=?",
+                                                 (cluster,)).fetchone()[0]
+        out.append({"uri": _one(d, "uri"), "path": _one(d, "path"), "title": _one(d, "title"), "snippet": snippet,
+                    "score": float(score) if sort == "relevance" else 0.0, "mime": _one(d, "mime"),
+                    "mtime": int(_one(d, "mtime", 0)), "size": int(_one(d, "size", 0)), "ext": _one(d, "ext"),
+                    "source": _one(d, "source", "files"), "cluster": cluster, "highlights": highlights,
+                    "duplicates": duplicates})
+    return {"total": total, "hits": out}
 
 
 def _one(d: dict[str, list[Any]], key: str, default: Any = "") -> Any:
@@ -140,7 +115,7 @@ def _one(d: dict[str, list[Any]], key: str, default: Any = "") -> Any:
     return v[0] if v else default
 
 
-def _snippet(coll: Collection, gen: tantivy.SnippetGenerator, blob: str) -> tuple[str, list[tuple[int, int]]]:
+def _snippet(coll: Collection, gen: tantivy.SnippetGenerator, blob: str) -> tuple[str, list[list[int]]]:
     data = coll.catalog.get_text(blob) if blob else None
     if not data:
         return "", []
@@ -152,6 +127,6 @@ def _snippet(coll: Collection, gen: tantivy.SnippetGenerator, blob: str) -> tupl
         return " ".join(" ".join(lines).split())[:200], []
     raw = fragment.encode("utf-8")
     # tantivy gives UTF-8 byte offsets; callers want character offsets.
-    spans = [(len(raw[: h.start].decode("utf-8", "ignore")), len(raw[: h.end].decode("utf-8", "ignore")))
+    spans = [[len(raw[: h.start].decode("utf-8", "ignore")), len(raw[: h.end].decode("utf-8", "ignore"))]
              for h in sn.highlighted()]
     return fragment, spans

@@ -43,7 +43,7 @@ def coll(tmp_path_factory):
 
 
 def names(coll, q, **kw):
-    return sorted(Path(h.path).name for h in search(coll, q, limit=50, **kw).hits)
+    return sorted(Path(h["path"]).name for h in search(coll, q, limit=50, **kw)["hits"])
 
 
 def test_words_are_anded_stemmed_and_accent_insensitive(coll):
@@ -104,9 +104,9 @@ def test_cjk_text_is_searchable(coll):
 
 
 def test_sort_by_date_and_size(coll):
-    by_date = [Path(h.path).name for h in search(coll, "fox OR café OR searching", sort="date").hits]
+    by_date = [Path(h["path"]).name for h in search(coll, "fox OR café OR searching", sort="date")["hits"]]
     assert by_date == ["cafe.txt", "search.html", "report.pdf", "fox.docx"]
-    by_size = [Path(h.path).name for h in search(coll, "fox", sort="size").hits]
+    by_size = [Path(h["path"]).name for h in search(coll, "fox", sort="size")["hits"]]
     assert by_size == ["report.pdf", "fox.docx"]
 
 
