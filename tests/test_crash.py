@@ -7,6 +7,7 @@ import random
 import signal
 import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 
 from .daemon_fixture import DaemonProcess
@@ -32,7 +33,13 @@ def test_kill_minus_nine_many_times_then_agree(tmp_path: Path):
     d = DaemonProcess(tmp_path / "home", [docs])
     for round_ in range(8):
         d.start(wait=False)
-        time.sleep(rnd.uniform(0.3, 2.5))
+        # A random moment of the daemon's own progress, not of the clock (on a busy machine a
+        # fixed delay would kill it before it opened anything): once it answers, it has opened
+        # the index and reconciles; then after a random number of conversions, or idle.
+        d.wait_for(lambda st: True, what="the daemon answering")
+        target = rnd.randint(0, 120)
+        d.wait_for(lambda st: st["converted"] >= target or st["state"] == "idle", what=f"{target} conversions")
+        time.sleep(rnd.uniform(0, 0.2))
         d.stop(signal.SIGKILL)
         # The disk moves on while the daemon is dead.
         for _ in range(15):
@@ -63,7 +70,7 @@ def test_kill_minus_nine_many_times_then_agree(tmp_path: Path):
             assert d.search(word(i)) == [], i
     finally:
         d.stop()
-    db = sqlite3.connect(tmp_path / "home" / "data" / "catalog.sqlite")
-    paths = sorted(r[0] for r in db.execute("SELECT path FROM docs"))
-    assert paths == sorted(str(p) for p in alive.values())
-    assert db.execute("SELECT count(*) FROM pending").fetchone()[0] == 0
+    with closing(sqlite3.connect(tmp_path / "home" / "data" / "catalog.sqlite")) as db:
+        paths = sorted(r[0] for r in db.execute("SELECT path FROM docs"))
+        assert paths == sorted(str(p) for p in alive.values())
+        assert db.execute("SELECT count(*) FROM pending").fetchone()[0] == 0
