@@ -8,8 +8,10 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+import pytest
+
 from .conftest import CLI
-from .daemon_fixture import DaemonProcess
+from .daemon_fixture import BUSY_TIMEOUT, DaemonProcess
 from .webcrawl_site import SiteServer
 
 
@@ -35,6 +37,7 @@ def test_crawl_command_indexes_pages_searchable_as_web(cli: CLI):
         assert db.execute("SELECT count(*) FROM web_versions").fetchone()[0] == summary["stored"]
 
 
+@pytest.mark.timeout(BUSY_TIMEOUT)  # the daemon's waits are measured in daemon_fixture.Patience
 def test_daemon_keeps_a_configured_site(tmp_path: Path):
     docs = tmp_path / "docs"
     docs.mkdir()

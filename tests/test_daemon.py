@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from .conftest import DESKDEX, ROOT
-from .daemon_fixture import PATIENCE, DaemonProcess
+from .daemon_fixture import BUSY_TIMEOUT, CLIENT_TIMEOUT, DaemonProcess
+
+pytestmark = pytest.mark.timeout(BUSY_TIMEOUT)  # the daemon's waits are measured in daemon_fixture.Patience
 
 
 @pytest.fixture
@@ -73,7 +75,7 @@ def test_pause_resume_watch_and_exclude(daemon: DaemonProcess, docs: Path, tmp_p
 
     def cli(*args: str) -> str:
         p = subprocess.run([DESKDEX, *args], cwd=ROOT, env=env, capture_output=True,
-                           text=True, timeout=PATIENCE)
+                           text=True, timeout=CLIENT_TIMEOUT)
         assert p.returncode == 0, p.stderr
         return p.stdout
 
@@ -115,25 +117,25 @@ def test_pause_resume_watch_and_exclude(daemon: DaemonProcess, docs: Path, tmp_p
 def test_cli_searches_through_the_daemon_and_status_json(daemon: DaemonProcess, docs: Path):
     env = dict(os.environ, DESKDEX_HOME=str(daemon.home))
     p = subprocess.run([DESKDEX, "search", "apples", "--json"], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=PATIENCE)
+                       capture_output=True, text=True, timeout=CLIENT_TIMEOUT)
     assert p.returncode == 0 and '"notes.txt"' not in p.stderr
     import json
 
     res = json.loads(p.stdout)
     assert [h["path"] for h in res["hits"]] == [str(docs / "notes.txt")] and res["total"] == 1
     st = json.loads(subprocess.run([DESKDEX, "status", "--json"], cwd=ROOT, env=env,
-                                   capture_output=True, text=True, timeout=PATIENCE).stdout)
+                                   capture_output=True, text=True, timeout=CLIENT_TIMEOUT).stdout)
     assert st["daemon"] is True and st["state"] in ("idle", "indexing", "scanning", "paused")
     assert isinstance(st["queue"], int) and st["documents"] == 2 and st["cpu_seconds"] >= 0
     bad = subprocess.run([DESKDEX, "search", "(apples"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=PATIENCE)
+                         capture_output=True, text=True, timeout=CLIENT_TIMEOUT)
     assert bad.returncode == 1 and "never closed" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_second_daemon_on_the_same_home_says_so(daemon: DaemonProcess):
     env = dict(os.environ, DESKDEX_HOME=str(daemon.home))
     p = subprocess.run([DESKDEX, "daemon"], cwd=ROOT, env=env, capture_output=True,
-                       text=True, timeout=PATIENCE)
+                       text=True, timeout=CLIENT_TIMEOUT)
     assert p.returncode != 0 and "already runs" in p.stderr and "Traceback" not in p.stderr
 
 
@@ -201,8 +203,8 @@ def test_an_idle_daemon_lets_go_and_comes_back(tmp_path: Path, docs: Path):
     d = DaemonProcess(tmp_path / "home", [docs], extra_config="release_after = 0.5\n").start()
     try:
         pid = d.call("status")["pid"]
-        deadline = time.monotonic() + PATIENCE  # release_after is 0.5 s of the daemon's time, at idle priority
-        while time.monotonic() < deadline and any("tantivy" in t for t in _threads(pid)):
+        patience = d.patience()  # release_after is 0.5 s of the daemon's time, at idle priority
+        while not patience.over() and any("tantivy" in t for t in _threads(pid)):
             time.sleep(0.2)
         # Quiet: no tantivy thread (one of them polls twice a second) and no converter process.
         assert not any("tantivy" in t for t in _threads(pid)), _threads(pid)
@@ -274,7 +276,7 @@ def test_the_account_watcher_leaves_no_thread_behind(tmp_path: Path, monkeypatch
         new = tmp_path / "passwd.new"  # replaced, not edited in place, as useradd does
         new.write_text("root:x:0:0:root:/root:/bin/sh\nada:x:1000:1000::/home/ada:/bin/sh\n")
         os.replace(new, passwd)
-        assert seen.wait(PATIENCE), "the change of the account file was not seen"
+        assert seen.wait(CLIENT_TIMEOUT), "the change of the account file was not seen"
         assert watcher.reload()  # the stamp changed: read again, and look again later
         assert any(isinstance(t, threading.Timer) for t in threading.enumerate())
     finally:

@@ -30,7 +30,9 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from .conftest import ROOT
-from .daemon_fixture import PATIENCE, DaemonProcess
+from .daemon_fixture import BUSY_TIMEOUT, CLIENT_TIMEOUT, DaemonProcess
+
+pytestmark = pytest.mark.timeout(BUSY_TIMEOUT)  # the daemon's waits are measured in daemon_fixture.Patience
 
 ARTIFACTS = ROOT / "test-artifacts"
 WAIT = 60.0  # seconds the tray may take to show what the daemon answered (a busy machine is slow)
@@ -81,9 +83,9 @@ def qt_start_problem(env: dict[str, str]) -> str | None:
     libraries the dynamic loader cannot find and the missing system packages."""
     try:
         p = subprocess.run([sys.executable, "-c", QT_PROBE], env=dict(env, QT_DEBUG_PLUGINS="1"),
-                           capture_output=True, text=True, timeout=PATIENCE)
+                           capture_output=True, text=True, timeout=CLIENT_TIMEOUT)
     except subprocess.TimeoutExpired:
-        return f"Qt did not start within {PATIENCE:g} s on the display {env.get('DISPLAY')}"
+        return f"Qt did not start within {CLIENT_TIMEOUT:g} s on the display {env.get('DISPLAY')}"
     if p.returncode == 0 and p.stdout.split() == ["platform", "xcb"]:
         return None
     how = f"died of {signal.Signals(-p.returncode).name}" if p.returncode < 0 else f"exited {p.returncode}"
@@ -122,7 +124,7 @@ def xvfb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     os.close(w)
     try:
         with os.fdopen(r) as f:
-            number = f.readline().strip() if select.select([f], [], [], PATIENCE)[0] else ""
+            number = f.readline().strip() if select.select([f], [], [], CLIENT_TIMEOUT)[0] else ""
         if not number:
             pytest.fail(f"Xvfb did not start:\n{log.read_text(errors='replace')[-2000:]}", pytrace=False)
         display = f":{number}"
@@ -457,7 +459,7 @@ def test_tray_process_runs_until_terminated(xvfb: str, daemon: DaemonProcess) ->
 
 def test_missing_extra_says_how_to_install(home: Path) -> None:
     code = "import sys; sys.modules['PySide6'] = None\nfrom deskdex.clients.tray.__main__ import main\nsys.exit(main([]))"
-    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=PATIENCE,
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=CLIENT_TIMEOUT,
                        env=dict(os.environ, DESKDEX_HOME=str(home)))
     assert p.returncode == 1
     assert "pip install 'deskdex[tray]'" in p.stderr and "Traceback" not in p.stderr
