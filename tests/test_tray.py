@@ -367,6 +367,27 @@ def test_no_daemon_shows_the_error(qapp: Any, tmp_path: Path) -> None:
         t.close()
 
 
+def test_closing_waits_for_the_calls_in_flight(qapp: Any, daemon: DaemonProcess) -> None:
+    """A daemon that stops answering (stopped here with SIGSTOP: the kernel still accepts the
+    connection) holds a call until the socket's timeout. Closing the tray waits for it, so no
+    thread of the tray outlives it (it gave up after 3 s, while a call may take 10)."""
+    from deskdex.clients.tray.app import TrayApp
+
+    assert daemon.proc is not None
+    t = TrayApp(daemon.socket, poll_ms=3_600_000)  # one status call: the first
+    os.kill(daemon.proc.pid, signal.SIGSTOP)
+    try:
+        t.start()
+        wait_for(lambda: t.caller.pool.activeThreadCount() == 1, "the call in flight")
+        start = time.monotonic()
+        t.close()
+        # None of its pool's threads still runs (Qt's own global pool has threads of the same name
+        # in /proc, so the pool is asked).
+        assert t.caller.pool.activeThreadCount() == 0, f"closed after {time.monotonic() - start:.1f} s"
+    finally:
+        os.kill(daemon.proc.pid, signal.SIGCONT)
+
+
 def test_folders_and_exclusions_through_the_window(tray: Any, daemon: DaemonProcess, corpus: Corpus,
                                                    tmp_path: Path) -> None:
     """Add a folder with the picker (the daemon watches and indexes it), add an exclusion (its files
@@ -428,31 +449,50 @@ def _catches(pid: int, sig: int) -> bool:
     return False
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the tray's threads are read from /proc (Linux)")
+def _clients_of(socket_path: str) -> int:
+    """Connections to a listening Unix socket, accepted or waiting (/proc/net/unix: the entries with
+    its path, but for the listener itself, whose flags say it accepts connections)."""
+    lines = Path("/proc/net/unix").read_text().splitlines()[1:]
+    return sum(1 for ln in lines if ln.endswith(" " + socket_path) and not int(ln.split()[3], 16) & 0x10000)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sockets and signals are read from /proc (Linux)")
 def test_tray_process_runs_until_terminated(xvfb: str, daemon: DaemonProcess) -> None:
     """`deskdex tray` as a real process: with no tray host it shows the search window, calls the daemon
-    and runs until SIGTERM, which ends it cleanly. A status poll changes nothing in the daemon to look
-    at, so the calls are seen in the tray process: the thread pool that makes them (the only one it
-    has) gets a thread."""
+    of its home and runs until SIGTERM, which ends it cleanly. Its call is seen at the daemon's socket:
+    the daemon is held stopped (SIGSTOP) meanwhile, so the connection waits there, and no one else
+    calls it then."""
+    assert daemon.proc is not None
     env = dict(os.environ, DESKDEX_HOME=str(daemon.home))
-    proc = subprocess.Popen([sys.executable, "-m", "deskdex.clients.tray"], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: _clients_of(daemon.socket) == 0, "the connections of the daemon's start closed")
+    os.kill(daemon.proc.pid, signal.SIGSTOP)
+    stopped = True
     try:
-        # Up: it calls the daemon, and it handles SIGTERM (before it does, SIGTERM kills it outright).
-        def up() -> bool:
-            return "Thread (pooled)" in _threads(proc.pid) and _catches(proc.pid, signal.SIGTERM)
+        proc = subprocess.Popen([sys.executable, "-m", "deskdex.clients.tray"], cwd=ROOT, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            # Up: it has called the daemon, and it handles SIGTERM (before that, SIGTERM kills it outright).
+            def up() -> bool:
+                return _clients_of(daemon.socket) > 0 and _catches(proc.pid, signal.SIGTERM)
 
-        deadline = time.monotonic() + WAIT
-        while not up() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert proc.poll() is None, proc.communicate()
-        assert up(), (_threads(proc.pid), Path(f"/proc/{proc.pid}/status").read_text())
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=WAIT)
+            deadline = time.monotonic() + WAIT
+            while not up() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert proc.poll() is None, proc.communicate()
+            assert up(), (_clients_of(daemon.socket), Path(f"/proc/{proc.pid}/status").read_text())
+            os.kill(daemon.proc.pid, signal.SIGCONT)
+            stopped = False
+            wait_for(lambda: _clients_of(daemon.socket) == 0, "the daemon's answer to the tray")
+            assert proc.poll() is None, proc.communicate()
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=WAIT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        if stopped:
+            os.kill(daemon.proc.pid, signal.SIGCONT)
     assert proc.returncode == 0, err
     assert "no system tray" in err
 
