@@ -119,6 +119,7 @@ class AccountWatcher:
         self.accounts: list[Account] = []
         self._stamp: tuple[int, ...] = ()
         self._observer: Any = None
+        self._timers: list[threading.Timer] = []
         self._read()
 
     def _read(self) -> None:
@@ -135,6 +136,7 @@ class AccountWatcher:
             timer = threading.Timer(delay, self.on_change)
             timer.daemon = True
             timer.start()
+            self._timers = [t for t in self._timers if t.is_alive()] + [timer]
         return True
 
     def homes(self) -> list[str]:
@@ -168,3 +170,7 @@ class AccountWatcher:
             self._observer.stop()
             self._observer.join()
             self._observer = None
+        for timer in self._timers:  # the second looks, not yet due: no thread outlives stop()
+            timer.cancel()
+            timer.join()
+        self._timers = []

@@ -72,6 +72,7 @@ class Daemon:
         self._rescan: set[str] = set()
         self._cond = threading.Condition()
         self._stop = threading.Event()
+        self._wakers: list[threading.Thread] = []  # joined in close()
         self._check_accounts = False
         self._homes: set[str] = set()  # the folders watched (enterprise mode: the homes found so far)
         self._last_work = 0.0
@@ -131,13 +132,17 @@ class Daemon:
         self._stop.set()
         # Not under the condition's lock: this runs in a signal handler, maybe while the main
         # thread holds it; the main loop looks at the event at least when it wakes.
-        threading.Thread(target=self._wake, daemon=True).start()
+        waker = threading.Thread(target=self._wake, name="deskdex-wake", daemon=True)
+        self._wakers.append(waker)
+        waker.start()
 
     def _wake(self) -> None:
         with self._cond:
             self._cond.notify_all()
 
     def close(self) -> None:
+        for waker in self._wakers:
+            waker.join()
         if self.watcher is not None:
             self.watcher.stop()
         if self.accounts is not None:

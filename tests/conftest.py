@@ -8,8 +8,9 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -20,13 +21,86 @@ DESKDEX = str(Path(sys.executable).parent / "deskdex")
 CORPUS = Path(os.environ.get("DESKDEX_CORPUS", "/tmp/corpora/mixed"))
 
 
+def _running(t: threading.Thread) -> bool:
+    """Whether a thread still runs. A thread Python did not start (Qt's pool, a Rust library) that
+    once ran Python code stays in threading.enumerate() as a _DummyThread that says it is alive
+    forever (Python 3.11): ask the kernel whether its OS thread still exists instead."""
+    if isinstance(t, threading._DummyThread):  # type: ignore[attr-defined]
+        return t.native_id is not None and os.path.exists(f"/proc/self/task/{t.native_id}")
+    return t.is_alive()
+
+
 @pytest.fixture(autouse=True)
-def no_thread_leaks():
-    """A test that leaves a thread running fails (watchdog's own conftest does the same)."""
+def no_thread_leaks() -> Iterator[None]:
+    """A test that leaves a thread running fails, daemon threads included (every thread deskdex
+    starts is one): what a test starts, it stops and joins. No grace period: a thread that is
+    still ending when the test returns was not joined, which is the leak."""
     before = set(threading.enumerate())
     yield
-    leaked = [t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon]
+    leaked = [t for t in threading.enumerate() if t not in before and _running(t)]
     assert not leaked, f"threads left running: {leaked}"
+
+
+def _children() -> dict[int, str]:
+    """The live child processes of this (pytest's) process, pid -> command line, from /proc."""
+    me, out = os.getpid(), {}
+    for task in os.listdir(f"/proc/{me}/task"):
+        try:
+            pids = Path(f"/proc/{me}/task/{task}/children").read_text().split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        for pid in map(int, pids):
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:  # it ended meanwhile
+                continue
+            if stat.rsplit(")", 1)[1].split()[0] != "Z":  # a zombie has exited; only its status is left
+                out[pid] = cmd.strip()
+    return out
+
+
+_STARTED_BY: dict[int, str] = {}  # child pid -> the test during which it appeared
+
+
+@pytest.fixture(autouse=True)
+def _who_started_children(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Remembers which test a child process appeared in, for no_leftover_processes' message."""
+    if not sys.platform.startswith("linux"):
+        yield
+        return
+    before = set(_children())
+    yield
+    for pid in set(_children()) - before:
+        _STARTED_BY.setdefault(pid, request.node.nodeid)
+
+
+def _stop_multiprocessing_helpers() -> None:
+    """multiprocessing's fork server and resource tracker serve every WorkerPool for the life of
+    the process that started them, so a test cannot stop them; they are stopped here, before the
+    check, through their private _stop() (there is no public way), so that what is left is a leak."""
+    from multiprocessing import forkserver, resource_tracker
+
+    forkserver._forkserver._stop()  # type: ignore[attr-defined]
+    resource_tracker._resource_tracker._stop()  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_leftover_processes() -> Iterator[None]:
+    """The run fails if a test left a process behind (a daemon, Xvfb, a worker): each test waits
+    for what it starts. Processes that are ending get a few seconds to go."""
+    if not sys.platform.startswith("linux"):
+        yield
+        return
+    before = set(_children())
+    yield
+    _stop_multiprocessing_helpers()
+    deadline = time.monotonic() + 5
+    while (left := {p: c for p, c in _children().items() if p not in before}) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, "processes left running by the tests:\n" + "\n".join(
+        f"  {pid} {cmd[:200]} (appeared in {_STARTED_BY.get(pid, 'a fixture or the session')})"
+        for pid, cmd in left.items())
 
 
 @pytest.fixture

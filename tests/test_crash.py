@@ -7,9 +7,12 @@ import random
 import signal
 import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 
-from .daemon_fixture import DaemonProcess
+import pytest
+
+from .daemon_fixture import BUSY_TIMEOUT, DaemonProcess
 
 
 def word(i: int) -> str:
@@ -17,6 +20,7 @@ def word(i: int) -> str:
     return "q" + "".join("bcdfghjklm"[int(c)] for c in str(i)) + "x"
 
 
+@pytest.mark.timeout(BUSY_TIMEOUT)  # the daemon's waits are measured in daemon_fixture.Patience
 def test_kill_minus_nine_many_times_then_agree(tmp_path: Path):
     rnd = random.Random(20261202)
     docs = tmp_path / "docs"
@@ -32,8 +36,16 @@ def test_kill_minus_nine_many_times_then_agree(tmp_path: Path):
     d = DaemonProcess(tmp_path / "home", [docs])
     for round_ in range(8):
         d.start(wait=False)
-        time.sleep(rnd.uniform(0.3, 2.5))
-        d.stop(signal.SIGKILL)
+        try:
+            # A random moment of the daemon's own progress, not of the clock (on a busy machine a
+            # fixed delay would kill it before it opened anything): once it answers, it has opened
+            # the index and reconciles; then after a random number of conversions, or idle.
+            d.wait_for(lambda st: True, what="the daemon answering")
+            target = rnd.randint(0, 60)
+            d.wait_for(lambda st: st["converted"] >= target or st["state"] == "idle", what=f"{target} conversions")
+            time.sleep(rnd.uniform(0, 0.2))
+        finally:
+            d.stop(signal.SIGKILL)  # also when a wait failed: no daemon outlives the test
         # The disk moves on while the daemon is dead.
         for _ in range(15):
             op = rnd.random()
@@ -63,7 +75,7 @@ def test_kill_minus_nine_many_times_then_agree(tmp_path: Path):
             assert d.search(word(i)) == [], i
     finally:
         d.stop()
-    db = sqlite3.connect(tmp_path / "home" / "data" / "catalog.sqlite")
-    paths = sorted(r[0] for r in db.execute("SELECT path FROM docs"))
-    assert paths == sorted(str(p) for p in alive.values())
-    assert db.execute("SELECT count(*) FROM pending").fetchone()[0] == 0
+    with closing(sqlite3.connect(tmp_path / "home" / "data" / "catalog.sqlite")) as db:
+        paths = sorted(r[0] for r in db.execute("SELECT path FROM docs"))
+        assert paths == sorted(str(p) for p in alive.values())
+        assert db.execute("SELECT count(*) FROM pending").fetchone()[0] == 0

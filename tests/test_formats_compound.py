@@ -219,7 +219,9 @@ def _warc(path: Path, pages: dict[str, bytes], gz: bool) -> None:
         w.write_record(w.create_warcinfo_record(path.name, {"software": "test"}))
         for url, body in pages.items():
             headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
-            w.write_record(w.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=headers))
+            record = w.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=headers)
+            w.write_record(record)
+            record.raw_stream.close()  # warcio copied the payload into a temporary file it leaves open
 
 
 @pytest.mark.parametrize("name,gz", [("crawl.warc", False), ("crawl.warc.gz", True)])

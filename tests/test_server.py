@@ -225,7 +225,7 @@ def test_second_instance_is_refused_with_the_holders_pid(tmp_path):
         assert stat.S_IMODE(os.stat(lock).st_mode) == 0o600
     finally:
         holder.kill()
-        holder.wait()
+        holder.communicate()  # waits, and closes its pipes
     with InstanceLock(lock):  # the kernel dropped the dead holder's lock
         pass
 

@@ -252,6 +252,7 @@ def _lines_until(proc: subprocess.Popen, wanted: list) -> list:
                 return lines
     finally:
         timer.cancel()
+        timer.join()  # its thread ends at once when cancelled: no thread outlives the test
     raise AssertionError(f"no {wanted} from the child: {lines[:10]}")
 
 
@@ -276,6 +277,7 @@ def test_queue_overflow_asks_for_a_rescan(tmp_path):
     finally:
         proc.stdin.close()
         proc.wait(timeout=10)
+        proc.stdout.close()
 
 
 @linux
@@ -298,6 +300,7 @@ def test_watch_limit_asks_for_a_rescan(tmp_path):
     finally:
         proc.stdin.close()
         proc.wait(timeout=10)
+        proc.stdout.close()
 
 
 # -- the coalescing rules without a filesystem

@@ -55,7 +55,7 @@ class Caller(QObject):
         else:
             logger.warning("daemon call failed: %s", error)
 
-    def close(self, timeout_ms: int = 3000) -> None:
+    def close(self, timeout_ms: int = int(TIMEOUT * 1000) + 1000) -> None:
         """Wait for calls in flight (each has a socket timeout), so no thread outlives the app."""
         self.pool.waitForDone(timeout_ms)
 
