@@ -107,7 +107,7 @@ def stalled(daemon: DaemonProcess, reason: str, keep_up: Callable[[], None] = la
         keep_up()
         return bool(st["state"] == "stalled")
 
-    st = daemon.wait_for(check, timeout=30, what="the daemon to stall")
+    st = daemon.wait_for(check, quiet=30, what="the daemon to stall")
     assert reason in (st["state_reason"] or ""), st["state_reason"]
     deadline = time.monotonic() + 15
     while "still stalled" not in daemon.log.read_text():
@@ -120,7 +120,7 @@ def stalled(daemon: DaemonProcess, reason: str, keep_up: Callable[[], None] = la
 def assert_in_line(daemon: DaemonProcess, docs: Path, data: Path) -> None:
     """Every file on disk is found, nothing else is, and the catalog says the same."""
     on_disk = sorted(str(p) for p in docs.glob("*.txt"))
-    daemon.eventually(WORD, on_disk, timeout=90)
+    daemon.eventually(WORD, on_disk, quiet=90)
     st = daemon.wait_for(lambda st: st["state"] == "idle" and st["queue"] == 0, what="idle after catching up")
     assert st["state_reason"] is None
     assert st["documents"] == len(on_disk)
@@ -153,7 +153,7 @@ def test_disk_full_then_freed(daemon_on_tmpfs: DaemonProcess, docs: Path, data_f
     added.append(str(write_doc(docs / "late.txt", "brimful late")))
 
     filler.unlink()
-    daemon.eventually("brimful", added, timeout=90)
+    daemon.eventually("brimful", added, quiet=90)
     assert_in_line(daemon, docs, data_fs)
     print(f"full disk: stalled and caught up in {time.monotonic() - started:.1f} s")
 
@@ -169,7 +169,7 @@ def test_start_on_full_disk(tmp_path: Path, docs: Path, data_fs: Path) -> None:
         stalled(daemon, "no space left", keep_up=lambda: fill(filler))
         assert daemon.search("apples") == [str(docs / "apples.txt")]
         filler.unlink()
-        daemon.eventually("brimful", added, timeout=90)
+        daemon.eventually("brimful", added, quiet=90)
         assert_in_line(daemon, docs, data_fs)
     finally:
         daemon.stop()
@@ -190,7 +190,7 @@ def test_read_only_then_writable(daemon_on_tmpfs: DaemonProcess, docs: Path, dat
         assert daemon.search("apples") == [str(docs / "apples.txt")]
     finally:
         _run("umount", "-l", str(data_fs))  # the writable tmpfs below shows again
-    daemon.eventually("brimful", added, timeout=90)
+    daemon.eventually("brimful", added, quiet=90)
     assert_in_line(daemon, docs, data_fs)
 
 
@@ -206,7 +206,7 @@ def test_catalog_locked_then_released(daemon: DaemonProcess, docs: Path, tmp_pat
         holder.execute("ROLLBACK")
     finally:
         holder.close()
-    daemon.eventually("brimful", added, timeout=90)
+    daemon.eventually("brimful", added, quiet=90)
     assert_in_line(daemon, docs, data)
 
 
