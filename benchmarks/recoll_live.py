@@ -1,4 +1,4 @@
-"""Run deskdex's live daemon (daemon.daemon.Daemon: reconcile, then follow the watcher) on the
+"""Run deskdex's live daemon (deskdex.daemon.loop.Daemon: reconcile, then follow the watcher) on the
 folders of HOME's config, until SIGTERM. compare_recoll.py uses it while `deskdex daemon` does not
 start the watcher yet.
 

@@ -106,7 +106,7 @@ class Deskdex:
         if "Daemon(" in run_py:
             return [DESKDEX, "--home", self.home, "daemon"], "deskdex daemon"
         return ([sys.executable, str(ROOT / "benchmarks" / "recoll_live.py"), self.home],
-                "daemon.daemon.Daemon run directly (deskdex daemon does not watch yet)")
+                "deskdex.daemon.loop.Daemon run directly (deskdex daemon does not watch yet)")
 
 
 class Recoll:

@@ -3,10 +3,9 @@ daemon (`deskdex daemon --system`) serving real accounts, each seeing only what 
 
 The end-to-end test creates real accounts with useradd and runs the real CLI as each of them with
 setpriv. The project's interpreter may sit where other users cannot run it (a pyenv under /root),
-so the clients run under the system's /usr/bin/python3 with a copy of the client-side packages
-(daemon/, converters/, webcrawl/, platformdirs and tomli_w: all the CLI imports when a daemon
-answers) in a folder
-everyone may read.
+so the clients run under the system's /usr/bin/python3 with a copy of the installed packages the
+command line imports (deskdex, platformdirs, tomli_w and those the parser's crawl commands load) in
+a folder everyone may read.
 """
 
 from __future__ import annotations
@@ -160,7 +159,7 @@ def _client_env(open_dir: Path) -> tuple[str, Path]:
     """An interpreter any user can run, and a readable copy of every package the CLI imports."""
     # Which packages: those a fresh interpreter has loaded after building the CLI's parser (which
     # imports the crawler's commands, and with them httpx, lxml, tantivy) and its client.
-    # platformdirs is imported only where the home is looked up (daemon/paths.py), so name it.
+    # platformdirs is imported only where the home is looked up (core/paths.py), so name it.
     probe = ("import sys, deskdex.clients.cli, platformdirs; deskdex.clients.cli.build_parser(); "
              "print('\\n'.join(f'{k}={getattr(m, \"__file__\", None) or \"\"}' for k, m in list(sys.modules.items()) "
              "if '.' not in k and k not in sys.stdlib_module_names))")

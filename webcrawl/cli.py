@@ -6,7 +6,7 @@
     deskdex crawl status [--json]       per site: known, fetched, unchanged, failed by reason, freshness, age
     deskdex crawl add URL [--scope ...] / crawl remove URL / crawl list
 
-The caller (daemon/cli.py) passes ``env``: a function of the parsed arguments giving the config
+The caller (clients/managing.py, crawl_env) passes ``env``: a function of the parsed arguments giving the config
 path, the crawl state path and a sink factory, so this module never opens the index itself.
 """
 
