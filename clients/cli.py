@@ -9,7 +9,7 @@ import argparse
 import logging
 import os
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from deskdex.errors import DeskdexError, IndexBusy, QueryError
 from deskdex.paths import ENV
@@ -55,18 +55,18 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_BUSY if isinstance(exc, IndexBusy) else EXIT_ERROR
 
 
-def positive(v: str) -> int:
-    n = int(v)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {v}")
-    return n
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer of ``minimum`` or more."""
+    def check(v: str) -> int:
+        n = int(v)
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, not {v}")
+        return n
+
+    return check
 
 
-def _not_negative(v: str) -> int:
-    n = int(v)
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {v}")
-    return n
+positive = at_least(1)
 
 
 def add_search_options(s: argparse.ArgumentParser) -> None:
@@ -83,8 +83,9 @@ def add_search_options(s: argparse.ArgumentParser) -> None:
         elif o.kind == "choice":
             target.add_argument(o.flag, choices=o.choices, default=o.default, help=o.help)
         else:
-            kind = positive if o.minimum == 1 else _not_negative
-            target.add_argument(o.flag, type=kind, default=o.default, help=o.help, metavar=o.metavar)
+            # every integer option of the table has a minimum: a count of results or a result's number
+            target.add_argument(o.flag, type=at_least(o.minimum or 0), default=o.default, help=o.help,
+                                metavar=o.metavar)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -84,10 +84,13 @@ class Config:
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
 
+    def configured_folders(self) -> list[str]:
+        """The ``folders`` setting, as absolute paths."""
+        return [os.path.abspath(os.path.expanduser(f)) for f in self["folders"]]
+
     def folders(self) -> list[str]:
-        if self["folders"]:
-            return [os.path.abspath(os.path.expanduser(f)) for f in self["folders"]]
-        return [default_folder()]
+        """The folders a user's daemon watches: the configured ones, else the default one."""
+        return self.configured_folders() or [default_folder()]
 
 
 def default_folder() -> str:

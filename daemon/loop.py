@@ -94,8 +94,7 @@ class Daemon:
         """The watched folders: the configured ones, or (system) the accounts' homes and those."""
         if self.accounts is None:
             return self.cfg.folders()
-        extra = [os.path.abspath(os.path.expanduser(f)) for f in self.cfg["folders"]]
-        return sorted(set(self.accounts.homes()) | set(extra))
+        return sorted(set(self.accounts.homes()) | set(self.cfg.configured_folders()))
 
     def _fresh_access(self) -> None:
         """A new access checker for each pass: folders' permissions are remembered only within one."""
@@ -300,8 +299,7 @@ class Daemon:
         """Watch one more folder (kept in the config file) and index it."""
         if not os.path.isdir(path):
             raise ConfigError(f"not a folder: {path}")
-        # The default folder stays watched when the first is added (a system daemon has none).
-        folders = self.configured_folders() if self.system else self.cfg.folders()
+        folders = self.changeable_folders()
         if path in folders:
             return
         self._set("folders", folders + [path])
@@ -313,15 +311,18 @@ class Daemon:
 
     def remove_folder(self, path: str) -> None:
         """Stop watching a folder (in the config file too) and drop its documents."""
-        self._set("folders", [f for f in self.configured_folders() if f != path])
+        self._set("folders", [f for f in self.cfg.configured_folders() if f != path])
         if self.watcher is not None:
             self.watcher.remove(path)
         with self._cond:
             self._records.append(Deleted(path, True))
             self._cond.notify_all()
 
-    def configured_folders(self) -> list[str]:
-        return [os.path.abspath(os.path.expanduser(f)) for f in self.cfg["folders"]]
+    def changeable_folders(self) -> list[str]:
+        """The folders clients add to and remove from: the configured ones, and (a user's daemon)
+        the default one while none is configured, which stays watched when the first is added.
+        A system daemon's homes come from the accounts, not from here."""
+        return self.cfg.configured_folders() if self.system else self.cfg.folders()
 
     def set_excludes(self, patterns: list[str]) -> None:
         self._set("exclude", patterns)

@@ -140,8 +140,7 @@ class Ops:
 
     def watch_remove(self, req: Request) -> dict[str, Any]:
         path = _absolute(req.args["path"])
-        watched = self.daemon.configured_folders() if self.daemon.system else self.daemon.cfg.folders()
-        if path not in watched:
+        if path not in self.daemon.changeable_folders():
             raise BadArgs(f"watch_remove: {path} is not a watched folder")
         self.daemon.remove_folder(path)
         return self.watch_list(req)
