@@ -8,12 +8,15 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deskdex.errors import DeskdexError
 
 from .ask import ask_daemon, home_of
 from .render import color, human, render_results, shown_location
+
+if TYPE_CHECKING:
+    from deskdex.protocol import SearchHit
 
 EXIT_ERROR, EXIT_USAGE = 1, 2
 
@@ -40,9 +43,17 @@ def cmd_search(args: argparse.Namespace) -> int:
         if args.open > len(hits):
             print(f"deskdex: only {len(hits)} results", file=sys.stderr)
             return EXIT_ERROR
-        return open_with_default_app(hits[args.open - 1]["path"])
+        return open_with_default_app(_target(hits[args.open - 1]))
     sys.stdout.write(render_results(results, as_json=args.json, paths=args.paths, color=color()))
     return 0
+
+
+def _target(hit: SearchHit) -> str:
+    """What to open for a hit: a file by its exact name (from the URI: the path shown may have
+    U+FFFD for bytes that are not UTF-8); a member, its container; a web page, its URL."""
+    from deskdex.converters.source import uri_to_path
+
+    return uri_to_path(hit["uri"].split("#", 1)[0]) or hit["uri"]
 
 
 def open_with_default_app(target: str) -> int:

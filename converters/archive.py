@@ -104,12 +104,7 @@ class _Names:
 
 @contextmanager
 def _opened(source: Source) -> Iterator[IO[bytes]]:
-    if source.data is not None:
-        yield io.BytesIO(source.data)
-        return
-    assert source.path is not None
-    source.head(1)  # turns a missing or unreadable file into UnreadableFile
-    with open(source.path, "rb") as f:
+    with source.open() as f:
         yield f
 
 

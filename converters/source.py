@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from dataclasses import dataclass
-from urllib.parse import quote, unquote, urlsplit
+from typing import BinaryIO
+from urllib.parse import quote, unquote_to_bytes, urlsplit
 
-from deskdex.errors import SizeLimit, UnreadableFile
+from deskdex.errors import NotRegular, SizeLimit, UnreadableFile, Vanished
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,16 +24,18 @@ class Source:
     @classmethod
     def from_path(cls, path: str | os.PathLike[str]) -> "Source":
         p = os.path.abspath(os.fspath(path))
-        return cls(uri=path_to_uri(p), name=os.path.basename(p), path=p)
+        return cls(uri=path_to_uri(p), name=display_path(os.path.basename(p)), path=p)
 
     def size(self) -> int:
         if self.data is not None:
             return len(self.data)
         assert self.path is not None
         try:
-            return os.stat(self.path).st_size
+            st = os.stat(self.path)
         except OSError as exc:
             raise _unreadable(self.path, exc) from exc
+        _check_regular(self.path, st)
+        return st.st_size
 
     def read(self, limit: int | None = None) -> bytes:
         """All the bytes, refusing more than ``limit``."""
@@ -40,44 +44,111 @@ class Source:
         if self.data is not None:
             return self.data
         assert self.path is not None
-        try:
-            with open(self.path, "rb") as f:
-                return f.read()
-        except OSError as exc:
-            raise _unreadable(self.path, exc) from exc
+        with open_regular(self.path) as f:
+            try:
+                data = f.read() if limit is None else f.read(limit + 1)
+            except OSError as exc:
+                raise _unreadable(self.path, exc) from exc
+        if limit is not None and len(data) > limit:  # it grew since the size was checked
+            raise SizeLimit(f"over the {limit}-byte limit")
+        return data
 
     def head(self, n: int = 8192) -> bytes:
         if self.data is not None:
             return self.data[:n]
         assert self.path is not None
-        try:
-            with open(self.path, "rb") as f:
+        with open_regular(self.path) as f:
+            try:
                 return f.read(n)
-        except OSError as exc:
-            raise _unreadable(self.path, exc) from exc
+            except OSError as exc:
+                raise _unreadable(self.path, exc) from exc
+
+    def open(self) -> BinaryIO:
+        """The file, checked to be a regular one (see ``open_regular``); a member's bytes in memory."""
+        if self.data is not None:
+            import io
+
+            return io.BytesIO(self.data)
+        assert self.path is not None
+        return open_regular(self.path)
 
     def child(self, inner: str, data: bytes, mime: str | None = None) -> "Source":
         """A member of this container, addressed as ``parent#inner/path``."""
         # Each level of nesting adds its own "#": a.zip#dir/b.tar#c.txt stays unambiguous.
-        uri = self.uri + "#" + quote(inner.lstrip("/"), safe="/")
-        return Source(uri=uri, name=inner.rsplit("/", 1)[-1], data=data, mime=mime, depth=self.depth + 1)
+        uri = self.uri + "#" + quote(_raw(inner.lstrip("/")), safe="/")
+        return Source(uri=uri, name=display_path(inner.rsplit("/", 1)[-1]), data=data, mime=mime,
+                      depth=self.depth + 1)
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file that is not a regular one is ("a FIFO"...); None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "an unknown kind of file")
+
+
+def _check_regular(path: str, st: os.stat_result) -> None:
+    kind = special_kind(st.st_mode)
+    if kind is not None:
+        raise NotRegular(f"{kind}, not a regular file: {display_path(path)}")
+
+
+def open_regular(path: str) -> BinaryIO:
+    """Open a user's file for reading, the one way every file is opened: without blocking (a file
+    swapped for a FIFO since it was listed must not hang the reader), then checked on the open
+    descriptor, so what is read is what was checked. Raises UnreadableFile (NotRegular for a FIFO,
+    socket or device)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise _unreadable(path, exc) from exc
+    try:
+        st = os.fstat(fd)
+        _check_regular(path, st)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)  # a regular file: reads never block on O_NONBLOCK anyway
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _unreadable(path: str, exc: OSError) -> UnreadableFile:
+    shown = display_path(path)
     if exc.errno == errno.ENOENT:
-        return UnreadableFile(f"vanished before it could be read: {path}")
+        return Vanished(f"vanished before it could be read: {shown}")
     if exc.errno in (errno.EACCES, errno.EPERM):
-        return UnreadableFile(f"permission denied: {path}")
-    return UnreadableFile(f"{exc.strerror or exc}: {path}")
+        return UnreadableFile(f"permission denied: {shown}")
+    return UnreadableFile(f"{exc.strerror or exc}: {shown}")
+
+
+# File names are bytes. Python gives those that are not UTF-8 (old archives, USB sticks) as str
+# with lone surrogates (PEP 383), which no UTF-8 codec, SQLite or tantivy accepts. So a file has
+# two names: its URI, which percent-encodes the exact bytes and is how the index finds the file
+# again, and its display path, where such bytes show as U+FFFD, which is only ever shown.
+def _raw(path: str) -> bytes:
+    return path.encode("utf-8", "surrogateescape")
+
+
+def display_path(path: str) -> str:
+    """``path`` as text that can be stored and printed: bytes that are not UTF-8 shown as U+FFFD."""
+    try:
+        return _raw(path).decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that stands for no byte: not from a file system
+        return path.encode("utf-8", "replace").decode("utf-8")
 
 
 def path_to_uri(path: str) -> str:
-    return "file://" + quote(path, safe="/")
+    return "file://" + quote(_raw(path), safe="/")
 
 
 def uri_to_path(uri: str) -> str | None:
-    """The file on disk a ``file://`` URI names (for a member, the container file)."""
+    """The file on disk a ``file://`` URI names (for a member, the container file), byte for byte."""
     parts = urlsplit(uri)
     if parts.scheme != "file":
         return None
-    return unquote(parts.path)
+    return unquote_to_bytes(parts.path).decode("utf-8", "surrogateescape")

@@ -4,7 +4,9 @@
      ├── ConversionError            a file could not be turned into a Document
      │    ├── UnsupportedFormat     no converter for this MIME type (file still findable by name)
      │    ├── UnreadableFile        permission denied, vanished mid-run, I/O error
-     │    │    └── Encrypted        needs a password or a DRM key (encrypted PDF, EPUB)
+     │    │    ├── Encrypted        needs a password or a DRM key (encrypted PDF, EPUB)
+     │    │    ├── Vanished         deleted or renamed between being listed and being read
+     │    │    └── NotRegular       a FIFO, socket or device: never opened
      │    ├── CorruptFile           the format's own parser rejected the bytes
      │    ├── HostileInput          path traversal, entity expansion, nesting too deep
      │    └── LimitExceeded         a configured limit stopped the work
@@ -81,6 +83,19 @@ class UnsupportedFormat(ConversionError):
 
 class UnreadableFile(ConversionError):
     reason = "unreadable"
+
+
+class Vanished(UnreadableFile):
+    """Deleted (or renamed) between being listed and being read: not a failure of any file."""
+
+    reason = "vanished"
+
+
+class NotRegular(UnreadableFile):
+    """A FIFO, socket or device where a file was expected: never opened for reading (a FIFO
+    blocks for ever, /dev/zero never ends)."""
+
+    reason = "not_regular"
 
 
 class CorruptFile(ConversionError):

@@ -26,20 +26,19 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
 import threading
 import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
 from deskdex import settings
-from deskdex.converters import Limits
+from deskdex.converters import Limits, display_path
 from deskdex.errors import ConfigError, DeskdexError, Interrupted, StoreError, StoreUnwritable
 from deskdex.index import Collection
 from deskdex.pipeline.coalesce import Changed, Deleted, Moved, Record, Rescan
 from deskdex.pipeline.indexer import Indexer, Summary
 from deskdex.pipeline.progress import with_bar
-from deskdex.pipeline.scan import Excluder, FileInfo
+from deskdex.pipeline.scan import Excluder, FileInfo, stat_file
 from deskdex.settings import Config
 
 from .accounts import AccountWatcher
@@ -396,7 +395,7 @@ class Daemon:
         return summary
 
     def _progress(self, n: int, path: str) -> None:
-        self.current = path
+        self.current = display_path(path)
         self._files_left = max(0, self._files_left - n)
         budget = float(self.cfg["cpu_budget"])
         if 0 < budget < 100:
@@ -426,7 +425,7 @@ class Daemon:
                     else:
                         self.indexer.remove(r.path)
                 elif isinstance(r, Changed):
-                    info = _stat(r.path)
+                    info = stat_file(r.path)
                     if info is None:
                         self.indexer.remove(r.path)
                     elif not _excluded(r.path, roots, excluder):
@@ -454,16 +453,6 @@ class Daemon:
 
 def _inside(path: str, roots: list[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
-
-
-def _stat(path: str) -> FileInfo | None:
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    return FileInfo(path, st.st_size, st.st_mtime)
 
 
 def _excluded(path: str, roots: list[str], excluder: Excluder) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from deskdex.converters.source import path_to_uri
+
 from .collection import Collection
 
 
@@ -16,9 +18,9 @@ def failures(coll: Collection) -> list[dict[str, Any]]:
 
 def folder_counts(coll: Collection, folder: str) -> dict[str, int]:
     """Documents under ``folder`` by status: ``{"ok": N, "failed": M}``."""
-    prefix = folder.rstrip("/") + "/"
+    prefix = path_to_uri(folder.rstrip("/")) + "/"  # by URI: see Catalog.files_under
     rows = coll.catalog.db.execute(
-        "SELECT status, count(*) FROM docs WHERE path >= ? AND path < ? GROUP BY status", (prefix, prefix[:-1] + "0"))
+        "SELECT status, count(*) FROM docs WHERE uri >= ? AND uri < ? GROUP BY status", (prefix, prefix[:-1] + "0"))
     counts = {"ok": 0, "failed": 0}
     counts.update(dict(rows))
     return counts

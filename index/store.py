@@ -22,6 +22,7 @@ from typing import Any, Callable, Concatenate, Iterable, Iterator, ParamSpec, Ty
 
 import zstandard
 
+from deskdex.converters.source import path_to_uri
 from deskdex.errors import IndexMissing, StoreError
 
 from .storeerrors import from_sqlite, translated
@@ -267,9 +268,11 @@ class Catalog:
 
     def files_under(self, folder: str) -> Iterator[tuple[str, str, int, float]]:
         """(uri, path, size, mtime) of top-level file documents under ``folder``."""
-        prefix = folder.rstrip("/") + "/"
+        # By URI, which holds the exact bytes of every name; the path column is for display only
+        # (names that are not UTF-8 show as U+FFFD there, so two folders may share a path).
+        prefix = path_to_uri(folder.rstrip("/")) + "/"
         q = ("SELECT uri, path, size, mtime FROM docs WHERE parent IS NULL AND source='files' "
-             "AND path >= ? AND path < ?")
+             "AND uri >= ? AND uri < ?")
         yield from self.db.execute(q, (prefix, prefix[:-1] + "0"))
 
     def rows(self, where: str = "", args: Iterable[object] = ()) -> Iterator[Row]:

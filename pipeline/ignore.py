@@ -18,6 +18,9 @@ from typing import Iterable
 
 import pathspec
 
+from deskdex.converters.source import display_path, open_regular
+from deskdex.errors import UnreadableFile
+
 from .scan import Excluder
 
 logger = logging.getLogger(__name__)
@@ -79,16 +82,20 @@ class Rules:
         return spec
 
 
+# Patterns people write fit in far less; a huge or endless file must not stall the scan.
+MAX_IGNORE_BYTES = 1 << 20
+
+
 def load(folder: str) -> pathspec.GitIgnoreSpec | None:
     """The patterns of ``folder/.deskdexignore``, or None when there is none (or it is unreadable)."""
     path = os.path.join(folder, IGNORE_FILE)
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except OSError as exc:
-        logger.warning("cannot read %s: %s", path, exc.strerror)
+    try:
+        with open_regular(path) as f:
+            lines = f.read(MAX_IGNORE_BYTES).decode("utf-8", "replace").splitlines()
+    except UnreadableFile as exc:
+        logger.warning("cannot read %s: %s", display_path(path), exc)
         return None
     lines = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
     return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None

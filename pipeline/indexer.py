@@ -11,8 +11,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from deskdex.converters import Limits, Outcome, Source, path_to_uri
-from deskdex.errors import Interrupted, UnreadableFile
+from deskdex.converters import Limits, Outcome, Source, display_path, path_to_uri, uri_to_path
+from deskdex.errors import ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
 from deskdex.converters.isolation import WorkerPool
 from deskdex.index import Collection, Row
 from deskdex.index.checksums import raw_checksum
@@ -68,6 +68,9 @@ class Indexer:
         # without converting anything.
         self.access: AccessOf | None = None
         self._access: dict[str, tuple[int, str] | None] = {}
+        # Called with each file's path just before it is first read: tests swap a file for a FIFO
+        # here, to check the time-of-check to time-of-use case without racing.
+        self.before_read: Callable[[str], None] | None = None
 
     def scan(self, roots: Iterable[str], excludes: Iterable[str] = ()) -> list[FileInfo]:
         excluder = Excluder(excludes)
@@ -141,11 +144,13 @@ class Indexer:
         """A file or folder was renamed or moved: rewrite catalog entries, convert nothing."""
         n = 0
         if self.coll.get(path_to_uri(src)) is not None:
-            n += self.coll.move(path_to_uri(src), path_to_uri(dst), dst)
+            n += self.coll.move(path_to_uri(src), path_to_uri(dst), display_path(dst))
             self.refresh_access(dst)
-        for uri, path, *_ in list(self.coll.files_under(src)):
-            new_path = dst + path[len(src):]
-            n += self.coll.move(uri, path_to_uri(new_path), new_path)
+        old, new = path_to_uri(src), path_to_uri(dst)
+        for uri, *_ in list(self.coll.files_under(src)):
+            new_uri = new + uri[len(old):]
+            new_path = uri_to_path(new_uri) or ""
+            n += self.coll.move(uri, new_uri, display_path(new_path))
             self.refresh_access(new_path)
         return n
 
@@ -181,19 +186,19 @@ class Indexer:
                     progress(1, info.path)
                 continue
             try:
-                raw = raw_checksum(info.path)
-            except FileNotFoundError:
+                raw = self._checksum(info)
+            except Vanished:
                 # Deleted between the scan and now: nothing to index, and no ghost left behind.
-                logger.warning("%s: vanished during the run", info.path)
+                logger.warning("%s: vanished during the run", display_path(info.path))
                 summary.failed["vanished"] += 1
-                summary.failures.append((info.path, "vanished", "deleted during the run"))
+                summary.failures.append((display_path(info.path), "vanished", "deleted during the run"))
                 if row is not None:
                     self.coll.delete(uri)
                 if progress:
                     progress(1, info.path)
                 continue
-            except OSError as exc:
-                self._fail(info, uri, None, "unreadable", str(UnreadableFile(f"{exc.strerror}: {info.path}")), summary)
+            except ConversionError as exc:  # not a regular file, over the size limit, unreadable
+                self._fail(info, uri, None, exc.reason, str(exc), summary)
                 self._access.pop(uri, None)
                 if progress:
                     progress(1, info.path)
@@ -204,7 +209,8 @@ class Indexer:
             if same is None:
                 same = self.coll.catalog.find_ok_by_raw_sum(raw)
             if same is not None and not self.coll.catalog.descendants(same.uri):
-                fresh = self._stamped(Row(uri=uri, path=info.path, size=info.size, mtime=info.mtime, raw_sum=raw),
+                fresh = self._stamped(Row(uri=uri, path=display_path(info.path), size=info.size, mtime=info.mtime,
+                                          raw_sum=raw),
                                       uri, done=True)
                 self.coll.reuse(fresh, same)
                 if same.uri == uri:
@@ -220,6 +226,18 @@ class Indexer:
             summary.bytes += info.size
             yield Source.from_path(info.path)
 
+    def _checksum(self, info: FileInfo) -> str:
+        """The raw checksum, on the writer's thread, so bounded: a FIFO, socket or device is never
+        opened for reading, a file over the size limit never read, and a stop ends the reading."""
+        if info.special is not None:
+            raise NotRegular(f"{info.special}, not a regular file: never read")
+        limit = self.limits.file_bytes
+        if info.size > limit:
+            raise SizeLimit(f"{info.size} bytes is over the file size limit of {limit}")
+        if self.before_read is not None:
+            self.before_read(info.path)
+        return raw_checksum(info.path, limit=limit, stop=self.stop)
+
     def _store(self, info: FileInfo, outcomes: list[Outcome], summary: Summary) -> None:
         uri = outcomes[0].uri
         raw = self._raw.pop(uri, None)
@@ -230,7 +248,7 @@ class Indexer:
             if o.document is None:
                 self._fail(info, o.uri, parent, o.reason, o.message, summary)
                 continue
-            row = Row(uri=o.uri, parent=parent, path=info.path, size=info.size if i == 0 else 0,
+            row = Row(uri=o.uri, parent=parent, path=display_path(info.path), size=info.size if i == 0 else 0,
                       mtime=info.mtime, raw_sum=raw if i == 0 else None)
             self.coll.put(self._stamped(row, uri), o.document, o.extra.get("features"))
             if i == 0:
@@ -241,11 +259,12 @@ class Indexer:
         self._access.pop(uri, None)
 
     def _fail(self, info: FileInfo, uri: str, parent: str | None, reason: str, message: str, summary: Summary) -> None:
-        logger.warning("%s: %s (%s)", info.path if parent is None else uri, message, reason)
+        path = display_path(info.path)
+        logger.warning("%s: %s (%s)", path if parent is None else uri, message, reason)
         summary.failed[reason] += 1
-        summary.failures.append((info.path if parent is None else uri, reason, message))
-        row = Row(uri=uri, parent=parent, path=info.path, size=info.size, mtime=info.mtime,
-                  status="failed", reason=reason, error=message, title=os.path.basename(info.path))
+        summary.failures.append((path if parent is None else uri, reason, message))
+        row = Row(uri=uri, parent=parent, path=path, size=info.size, mtime=info.mtime,
+                  status="failed", reason=reason, error=message, title=os.path.basename(path))
         if self.access is not None and parent is None and path_to_uri(info.path) not in self._access:
             self._access[path_to_uri(info.path)] = self.access(info.path)
         self.coll.put(self._stamped(row, path_to_uri(info.path)), None)

@@ -1,13 +1,19 @@
-"""Walking watched folders: regular files only, symlinks never followed, exclusions applied."""
+"""Walking watched folders: symlinks never followed, exclusions applied. Regular files are listed
+for indexing; FIFOs, sockets and devices are listed too, marked ``special``, so that they are
+recorded as skipped with a reason and never opened."""
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 import pathspec
+
+from deskdex.converters import display_path
+from deskdex.converters.source import special_kind
 
 logger = logging.getLogger(__name__)
 
@@ -22,9 +28,25 @@ DEFAULT_EXCLUDES = (
 
 @dataclass(frozen=True, slots=True)
 class FileInfo:
-    path: str
+    path: str  # as the OS gives it: names that are not UTF-8 hold surrogates (display_path shows them)
     size: int
     mtime: float
+    special: str | None = None  # "a FIFO", "a socket"...: listed to be reported, never read
+
+
+def file_info(path: str, st: os.stat_result) -> FileInfo | None:
+    """What the indexer is told of ``path`` given its lstat: None for a folder or a symlink."""
+    if stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode):
+        return None
+    return FileInfo(path, st.st_size if stat.S_ISREG(st.st_mode) else 0, st.st_mtime, special_kind(st.st_mode))
+
+
+def stat_file(path: str) -> FileInfo | None:
+    """``file_info`` of ``path`` now; None when it is gone, a folder or a symlink."""
+    try:
+        return file_info(path, os.stat(path, follow_symlinks=False))
+    except OSError:
+        return None
 
 
 class Excluder:
@@ -39,12 +61,13 @@ def walk(root: str, excluder: Excluder) -> Iterator[FileInfo]:
     """Every regular file under ``root`` that no pattern excludes (patterns match paths below root)."""
     root = os.path.abspath(root)
     try:
-        st = os.stat(root, follow_symlinks=False)
+        st = os.stat(root)  # a root given by name is followed if it is a symlink, as `find -H` does
     except OSError as exc:
-        logger.warning("cannot read %s: %s", root, exc.strerror)
+        logger.warning("cannot read %s: %s", display_path(root), exc.strerror)
         return
-    if not os.path.isdir(root):
-        yield FileInfo(root, st.st_size, st.st_mtime)
+    if not stat.S_ISDIR(st.st_mode):
+        kind = special_kind(st.st_mode)
+        yield FileInfo(root, st.st_size if kind is None else 0, st.st_mtime, kind)
         return
     stack = [root]
     while stack:
@@ -52,7 +75,7 @@ def walk(root: str, excluder: Excluder) -> Iterator[FileInfo]:
         try:
             entries = list(os.scandir(folder))
         except OSError as exc:
-            logger.warning("cannot list %s: %s", folder, exc.strerror)
+            logger.warning("cannot list %s: %s", display_path(folder), exc.strerror)
             continue
         for e in sorted(entries, key=lambda e: e.name, reverse=True):
             rel = os.path.relpath(e.path, root)
@@ -60,8 +83,9 @@ def walk(root: str, excluder: Excluder) -> Iterator[FileInfo]:
                 if e.is_dir(follow_symlinks=False):
                     if not excluder.excluded(rel, True):
                         stack.append(e.path)
-                elif e.is_file(follow_symlinks=False) and not excluder.excluded(rel, False):
-                    s = e.stat(follow_symlinks=False)
-                    yield FileInfo(e.path, s.st_size, s.st_mtime)
+                elif not e.is_symlink() and not excluder.excluded(rel, False):
+                    info = file_info(e.path, e.stat(follow_symlinks=False))
+                    if info is not None:
+                        yield info
             except OSError:
                 continue  # vanished between listing and stat
