@@ -17,7 +17,6 @@ from .ask import ask_daemon, home_of
 from .reading import print_json
 
 if TYPE_CHECKING:
-    from deskdex.pipeline.indexer import Summary
     from deskdex.webcrawl.cli import CrawlEnv
 
 EXIT_ERROR, EXIT_USAGE = 1, 2
@@ -30,26 +29,85 @@ def cmd_index(args: argparse.Namespace) -> int:
     if missing:
         print(f"deskdex: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return EXIT_USAGE
-    cfg = settings.load(home_of(args).ensure())
-    workers = args.workers or os.cpu_count() or 2
-    summary = index_once(cfg, [os.path.abspath(p) for p in args.paths], workers=workers,
-                         progress=not args.no_progress)
+    paths = [os.path.abspath(p) for p in args.paths]
+    home = home_of(args)
+    # The daemon holds the writer: hand it the job. Without one, do it here.
+    summary = _index_by_daemon(home.socket, paths, progress=not args.no_progress)
+    if summary is None:
+        cfg = settings.load(home.ensure())
+        workers = args.workers or os.cpu_count() or 2
+        summary = index_once(cfg, paths, workers=workers, progress=not args.no_progress).to_json()
     if args.json:
-        print_json(summary.to_json())
+        print_json(summary)
     else:
         print(format_summary(summary))
     return 0
 
 
-def format_summary(s: Summary) -> str:
-    lines = [f"indexed {s.indexed}, unchanged {s.unchanged}, moved or copied {s.reused}, removed {s.removed}, "
-             f"members {s.members}, failed {sum(s.failed.values())} in {s.seconds:.1f} s"]
-    for reason, n in s.failed.most_common():
+def _index_by_daemon(socket_path: str, paths: list[str], progress: bool) -> dict[str, Any] | None:
+    """The summary of the running daemon indexing ``paths``; None when no daemon runs. While it
+    works, a bar shows the files it has to go (from ``status``, asked on a second connection)."""
+    import shutil
+    import threading
+
+    from deskdex.errors import DaemonUnavailable
+
+    from .client import Client, call
+
+    try:
+        client = Client(socket_path, timeout=None)  # as long as the indexing takes
+    except DaemonUnavailable:
+        return None
+    answer: list[dict[str, Any]] = []
+    failed: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            answer.append(client.call("index", paths=paths))
+        except BaseException as exc:  # re-raised below, in the command's thread
+            failed.append(exc)
+
+    worker = threading.Thread(target=ask, name="deskdex-index", daemon=True)
+    worker.start()
+    shown = progress and sys.stderr.isatty()
+    try:
+        worker.join(0.5)
+        while worker.is_alive():
+            if shown:
+                try:
+                    st = call(socket_path, "status")
+                    line = f"the daemon is indexing: {st.get('queue') or 0} files to go  {st.get('current') or ''}"
+                except DaemonUnavailable:
+                    line = "waiting for the daemon"
+                width = shutil.get_terminal_size().columns - 1
+                sys.stderr.write("\r" + line[:width].ljust(width))
+                sys.stderr.flush()
+            worker.join(0.5)
+    except KeyboardInterrupt:
+        print("\ndeskdex: the daemon goes on indexing what it was given; `deskdex status` shows it",
+              file=sys.stderr)
+        raise
+    finally:
+        if shown:
+            sys.stderr.write("\r" + " " * (shutil.get_terminal_size().columns - 1) + "\r")
+        if not worker.is_alive():
+            client.close()
+    if failed:
+        raise failed[0]
+    return answer[0]
+
+
+def format_summary(s: dict[str, Any]) -> str:
+    """A summary of indexing (Summary.to_json(), as the index op answers) for people."""
+    lines = [f"indexed {s['indexed']}, unchanged {s['unchanged']}, moved or copied {s['reused']}, "
+             f"removed {s['removed']}, members {s['members']}, failed {s['failed']} in {s['seconds']:.1f} s"]
+    for reason, n in sorted(s["failed_by_reason"].items(), key=lambda kv: -kv[1]):
         lines.append(f"  failed ({reason}): {n}")
-    for path, reason, message in s.failures[:10]:
-        lines.append(f"    {path}: {message}")
-    if len(s.failures) > 10:
-        lines.append(f"    ... and {len(s.failures) - 10} more (deskdex status --failures)")
+    failures = s["failures"]
+    for f in failures[:10]:
+        lines.append(f"    {f['path']}: {f['message']}")
+    if len(failures) > 10:
+        lines.append(f"    ... and {len(failures) - 10} more (deskdex status --failures)")
     return "\n".join(lines)
 
 

@@ -139,6 +139,11 @@ OPS: dict[str, Op] = {op.name: op for op in (
        Arg("path", str, None, "a file on the daemon's machine", nullable=True)),
     Op("duplicates", "The other documents of a hit's duplicate cluster: {paths: [...]} (the tray's expand).",
        Arg("uri", str, REQUIRED, "a hit's uri")),
+    Op("index", "Index files and folders once, as `deskdex index` does without a daemon (the daemon is the "
+                "one writer): answers when done with the same summary, {indexed, reused, unchanged, removed, "
+                "members, failed, failed_by_reason, seconds, bytes, failures: [{path, reason, message}]}. "
+                "Meanwhile status shows the files to go (queue) and the file at hand (current).",
+       Arg("paths", list, REQUIRED, "absolute paths of files and folders")),
 )}
 
 # Every error code a reply may carry, with its meaning, and the deskdex.errors class it stands for.
@@ -157,6 +162,7 @@ ERRORS: dict[str, tuple[type[errors.DeskdexError], str]] = {cls.code: (cls, mean
     (errors.StoreLocked, "another program holds a lock on the catalog; the daemon retries"),
     (errors.StoreReadOnly, "the index cannot be written; the daemon retries"),
     (errors.ConversionError, "the file could not be converted; the message says why"),
+    (errors.Interrupted, "the daemon stopped before the work asked for was done"),
     (errors.DaemonError, "the daemon failed on this request; its log has the traceback"),
 )}
 

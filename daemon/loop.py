@@ -52,6 +52,17 @@ RETRY_FIRST = 1.0
 RETRY_MOST = 60.0
 
 
+class _IndexJob:
+    """``deskdex index PATH...`` handed to the running daemon: done by the main loop, the one
+    writer, between its other work; the socket thread that asked waits for the summary."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        self.done = threading.Event()
+        self.summary: Summary | None = None
+        self.error: DeskdexError | None = None
+
+
 class Daemon:
     def __init__(self, cfg: Config, system: bool = False) -> None:
         self.cfg = cfg
@@ -69,6 +80,7 @@ class Daemon:
         self._files_left = 0  # files of the reconcile under way not yet done (part of the queue)
         self._records: list[Record] = []
         self._rescan: set[str] = set()
+        self._jobs: list[_IndexJob] = []
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._wakers: list[threading.Thread] = []  # joined in close()
@@ -193,18 +205,27 @@ class Daemon:
                 with self._cond:
                     records, self._records = self._records, []
                     rescans, self._rescan = self._rescan, set()
+                    jobs, self._jobs = self._jobs, []
                 with self._write_lock:
                     self.apply(records, rescans)
+                    for job in jobs:
+                        self._run_job(job)
         except Interrupted as exc:
             logger.info("%s", exc)
         finally:
             if crawls is not None:
                 crawls.stop()
+            with self._cond:
+                jobs, self._jobs = self._jobs, []
+            for job in jobs:  # their callers must not wait for ever
+                job.error = Interrupted("the daemon stopped first: run `deskdex index` again")
+                job.done.set()
         self.state = "stopping"
 
     def _has_work(self) -> bool:
         # A failed collection is work too: it is tried again (with back-off) until it recovers.
-        return not self.paused and not self._battery_hold() and bool(
+        # What a user asks for by name (`deskdex index PATH`) is done even while paused.
+        return bool(self._jobs) or not self.paused and not self._battery_hold() and bool(
             self._records or self._rescan or self._check_accounts or self.coll.failed)
 
     def _battery_hold(self) -> bool:
@@ -283,6 +304,32 @@ class Daemon:
     def note(self, text: str) -> None:
         logger.warning("%s", text)
         self.notes = (self.notes + [text])[-10:]
+
+    def index_paths(self, paths: list[str]) -> Summary:
+        """Index ``paths`` once (from a socket thread): queued for the main loop, which is the one
+        writer; returns its summary, or raises what stopped it."""
+        job = _IndexJob(paths)
+        with self._cond:
+            if self._stop.is_set():
+                raise Interrupted("the daemon is stopping")
+            self._jobs.append(job)
+            self._cond.notify_all()
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+        assert job.summary is not None
+        return job.summary
+
+    def _run_job(self, job: _IndexJob) -> None:
+        try:
+            job.summary = self.reconcile(job.paths)
+        except Interrupted as exc:
+            job.error = exc
+            raise
+        except DeskdexError as exc:
+            job.error = exc
+        finally:
+            job.done.set()
 
     # -- what the socket's clients change ------------------------------------------------------------
     def pause(self, paused: bool) -> None:

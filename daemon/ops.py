@@ -38,6 +38,7 @@ class Ops:
             "watch_list": self.watch_list, "watch_add": self.watch_add, "watch_remove": self.watch_remove,
             "exclude_list": self.exclude_list, "exclude_add": self.exclude_add,
             "exclude_remove": self.exclude_remove, "dups": self.dups, "duplicates": self.duplicates,
+            "index": self.index,
         }
         assert set(table) == set(protocol.OPS), "every op of the protocol has its handler, and no other"
         return table
@@ -116,6 +117,13 @@ class Ops:
             row = reader.get(req.args["uri"])
             others = reader.duplicates_of(row) if row is not None else []
         return {"paths": [r.uri if "#" in r.uri else r.path for r in others]}
+
+    def index(self, req: Request) -> dict[str, Any]:
+        paths = req.args["paths"]
+        relative = [p for p in paths if not os.path.isabs(p)]
+        if relative or not paths:
+            raise BadArgs(f"index: paths must be absolute, not {relative!r}" if relative else "index: no paths")
+        return self.daemon.index_paths(paths).to_json()
 
     def pause(self, req: Request) -> dict[str, Any]:
         self.daemon.pause(True)
