@@ -118,6 +118,14 @@ def load(home: Home) -> Config:
     return Config(read(home.config_file), home)
 
 
+def _is_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def save(home: Home, updates: Mapping[str, Any]) -> None:
     """Write ``updates`` (setting name → value) into the config file, keeping everything else in it."""
     save_file(home.config_file, updates)
@@ -133,6 +141,11 @@ def save_file(path: str, updates: Mapping[str, Any]) -> None:
             raise ConfigError(f"unknown setting {name!r}")
         if not _fits(value, setting):
             raise ConfigError(f"{name} must be {_describe(setting)}, not {value!r}")
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and not _is_text(text):
+                # A name with bytes that are not UTF-8: TOML holds text only.
+                raise ConfigError(f"{name}: {text.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8, and "
+                                  f"the config file holds text only; rename it, or use the folder above it")
     data = _read_toml(path)
     for name, value in updates.items():
         table = data

@@ -256,3 +256,12 @@ def test_sigterm_during_the_checksum_of_a_huge_file_stops_the_daemon_at_once(tmp
     finally:
         d.stop()
     assert code == 0 and took < 10, f"SIGTERM took {took:.1f} s (exit {code})"
+
+
+def test_a_folder_name_that_is_not_utf8_cannot_be_kept_in_the_config_and_says_why(cli: CLI, tmp_path: Path) -> None:
+    folder = os.path.join(os.fsencode(tmp_path), BAD_DIR)
+    os.mkdir(folder)
+    p = subprocess.run([os.fsencode(DESKDEX), b"watch", b"add", folder], capture_output=True, text=True,
+                       env=dict(os.environ, DESKDEX_HOME=str(cli.home)), timeout=120)
+    assert p.returncode != 0 and "not valid UTF-8" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert cli.run("watch", "list").stdout.strip() != "", "the config file is still readable"
