@@ -98,8 +98,8 @@ class CrawlScheduler:
         from deskdex.webcrawl.frontier import Limits as CrawlLimits
 
         cfg = crawlconfig.load(self.config_file)
-        fetch = FetchSettings(user_agent=cfg.user_agent, timeout=cfg["timeout"], max_bytes=cfg["max_mb"] * 2**20,
-                              allow_private=cfg["allow_private_addresses"])
+        fetch = FetchSettings(user_agent=cfg.user_agent, timeout=cfg["timeout"], deadline=cfg["deadline"],
+                              max_bytes=cfg["max_mb"] * 2**20, allow_private=cfg["allow_private_addresses"])
         settings = CrawlSettings(seeds=[site.url], scope=site.scope, max_pages=site.max_pages or cfg["max_pages"],
                                  limits=CrawlLimits(max_depth=site.max_depth or cfg["max_depth"]), delay=cfg["delay"],
                                  fetch=fetch)

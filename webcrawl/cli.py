@@ -117,7 +117,8 @@ def _crawl(args: argparse.Namespace, urls: list[str], env: CrawlEnv, sink: "Page
     if not runs:
         print("deskdex: no URL given and no crawl configured (deskdex crawl add URL)", file=sys.stderr)
         return 2
-    fetch = FetchSettings(user_agent=cfg.user_agent, timeout=cfg["timeout"], max_bytes=cfg["max_mb"] * 2**20,
+    fetch = FetchSettings(user_agent=cfg.user_agent, timeout=cfg["timeout"], deadline=cfg["deadline"],
+                          max_bytes=cfg["max_mb"] * 2**20,
                           allow_private=args.allow_private or cfg["allow_private_addresses"])
     progress = _progress if sys.stderr.isatty() else None
     total = CrawlStats()

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from deskdex.errors import FetchError
 
 from . import feeds, sitemaps
-from .fetch import DNSCache, FetchSettings, conditional_headers, fetch, make_client
+from .fetch import REDIRECTS, DNSCache, FetchSettings, conditional_headers, fetch, make_client
 from .focus import TopicClassifier
 from .frontier import Frontier, Limits, Request
 from .links import extract
@@ -75,7 +75,7 @@ class Crawler:
     async def run(self) -> CrawlStats:
         async with make_client(self.s.fetch, self.dns, self.s.concurrency * 2) as client:
             self.client = client
-            self.robots = RobotsCache(client, self.s.fetch)
+            self.robots = RobotsCache(client, self.s.fetch, gate=self.frontier.slot)
             for url in self.seeds:
                 if self.mine(url):
                     self.frontier.add(Request(url, 0, 1.0))
@@ -117,7 +117,6 @@ class Crawler:
                     url = normalise(sm)
                     if url and self.mine(url):
                         self.frontier.add(Request(url, 0, 2.0, "sitemap"))
-            await asyncio.sleep(self.frontier.site(site).delay)  # the robots.txt request counts for politeness
         if rules.status == "private_address":
             self.stats.fail(req.url, "private_address")
             return 0.0
@@ -137,9 +136,12 @@ class Crawler:
                 page = None
             if page is None:
                 page = await fetch(self.client, self.s.fetch, req.url, headers=conditional_headers(known),
-                                   depth=req.depth, accept=WANTED, hop_delay=self.frontier.site(site).delay)
+                                   depth=req.depth, accept=WANTED, gate=self.frontier.slot, follow_off_site=False)
         except FetchError as exc:
             return self._failed(req, exc)
+        if page.status in REDIRECTS:
+            self._redirected(req, page.final_url)
+            return 0.0
         if req.kind in ("page", "revisit"):
             self._pages += 1
         self.stats.site(req.url).fetched += 1
@@ -152,7 +154,8 @@ class Crawler:
         return 0.0
 
     async def _head_first(self, req: Request, fetched_at: float) -> FetchedPage | None:
-        head = await fetch(self.client, self.s.fetch, req.url, method="HEAD", depth=req.depth)
+        head = await fetch(self.client, self.s.fetch, req.url, method="HEAD", depth=req.depth,
+                           gate=self.frontier.slot, follow_off_site=False)
         lm = head.headers.get("last-modified")
         try:
             if lm and email.utils.parsedate_to_datetime(lm).timestamp() <= fetched_at:
@@ -160,8 +163,17 @@ class Crawler:
                 return head
         except (TypeError, ValueError):
             pass
-        await asyncio.sleep(self.frontier.site(site_of(req.url)).delay)
         return None
+
+    def _redirected(self, req: Request, target: str) -> None:
+        """A redirect to another site: the target is a request of its own, made in that site's turn
+        after its robots.txt, and not made at all if the crawl already has it (a bare domain's
+        guessed /sitemap.xml redirected to the www. host's, which that host's own turn fetches)."""
+        self.stats.record(req.url, "redirected")
+        if not self.mine(target):
+            self.frontier.rejected["other_shard"] += 1
+            return
+        self.frontier.add(Request(target, req.depth, req.priority, req.kind, off_topic_run=req.off_topic_run))
 
     async def _put(self, page: FetchedPage) -> str:
         # Conversion can take a while: one thread keeps the event loop fetching and the sink single-threaded.
