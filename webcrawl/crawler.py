@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-from concurrent.futures import ThreadPoolExecutor
 import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import urlsplit
@@ -67,12 +68,41 @@ class Crawler:
         self._pages = 0
         self._started_sites: set[str] = set()
         self._sink_thread = ThreadPoolExecutor(1, thread_name_prefix="deskdex-sink")
+        self.stopped = False  # stop() was called: the crawl ended early
+        self._loop: asyncio.AbstractEventLoop | None = None  # while run() runs
+        self._workers: list[asyncio.Task[None]] = []
+        self._stop_lock = threading.Lock()
+
+    def stop(self) -> None:
+        """End the crawl soon, from any thread: requests under way are abandoned, a page being
+        stored is finished, and ``run`` returns the counters so far."""
+        with self._stop_lock:
+            self.stopped = True
+            loop = self._loop
+        if loop is not None:
+            try:
+                loop.call_soon_threadsafe(self._cancel_workers)
+            except RuntimeError:
+                pass  # the loop has just closed: the crawl is over anyway
+
+    def _cancel_workers(self) -> None:
+        for task in self._workers:
+            task.cancel()
 
     def mine(self, url: str) -> bool:
         i, n = self.s.shard
         return n <= 1 or shard_of(site_of(url), n) == i
 
     async def run(self) -> CrawlStats:
+        with self._stop_lock:
+            self._loop = asyncio.get_running_loop()
+        try:
+            return await self._run()
+        finally:
+            with self._stop_lock:
+                self._loop = None
+
+    async def _run(self) -> CrawlStats:
         async with make_client(self.s.fetch, self.dns, self.s.concurrency * 2) as client:
             self.client = client
             self.robots = RobotsCache(client, self.s.fetch, gate=self.frontier.slot)
@@ -83,11 +113,17 @@ class Crawler:
                 for kp in self.sink.known_pages():
                     if self.mine(kp.url) and in_scope(kp.url, self.seeds, self.s.scope):
                         self.frontier.add(Request(kp.url, kp.depth, kp.priority, "revisit"))
-            workers = [asyncio.create_task(self._worker()) for _ in range(self.s.concurrency)]
+            self._workers = [asyncio.create_task(self._worker()) for _ in range(self.s.concurrency)]
+            if self.stopped:
+                self._cancel_workers()  # stop() came before there were workers to cancel
             try:
-                await asyncio.gather(*workers)
+                done, _ = await asyncio.wait(self._workers)
+                for task in done:
+                    exc = None if task.cancelled() else task.exception()
+                    if exc is not None:
+                        raise exc
             finally:
-                self._sink_thread.shutdown(wait=True)
+                self._sink_thread.shutdown(wait=True)  # a page being stored is stored whole
         return self.stats
 
     async def _worker(self) -> None:
