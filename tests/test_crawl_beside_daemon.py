@@ -121,3 +121,19 @@ def test_crawl_add_takes_effect_in_the_running_daemon(tmp_path: Path):
             assert cli.run("crawl", "list").stdout == ""
     finally:
         assert d.stop() == 0
+
+
+def test_crawl_op_arguments_are_checked_before_the_op_runs():
+    from deskdex import protocol
+    from deskdex.errors import BadArgs
+
+    crawl, job = protocol.OPS["crawl"], protocol.OPS["crawl_job"]
+    args = protocol.check_args(crawl, {"urls": ["http://example.org/"], "delay": 2})
+    assert args["delay"] == 2.0 and isinstance(args["delay"], float)  # JSON writes 2.0 as 2
+    assert args["scope"] is None and args["shard"] == "0/1" and args["topic_from"] is None
+    assert protocol.check_args(job, {"job": 1})["wait"] == 0.0
+    for op, bad in ((crawl, {"delay": True}), (crawl, {"delay": -1}), (crawl, {"scope": "planet"}),
+                    (crawl, {"urls": [1]}), (crawl, {"max_pages": 0}), (job, {"job": 1, "wait": 11}),
+                    (job, {"job": 0}), (job, {})):
+        with pytest.raises(BadArgs):
+            protocol.check_args(op, bad)
