@@ -211,6 +211,7 @@ def cmd_service(args: argparse.Namespace) -> int:
 
 def crawl_env(args: argparse.Namespace) -> CrawlEnv:
     from deskdex.webcrawl.cli import CrawlEnv
+    from deskdex.webcrawl.stats import STATE_FILE
 
     home = home_of(args).ensure()
 
@@ -222,5 +223,11 @@ def crawl_env(args: argparse.Namespace) -> CrawlEnv:
         cfg = settings.load(home)
         return IndexSink(Collection.from_settings(cfg, writable=True), Limits.from_settings(cfg))
 
-    return CrawlEnv(config_path=home.config_file, state_path=os.path.join(home.data_dir, "crawl-state.json"),
-                    open_sink=open_sink)
+    def known_pages() -> Any:
+        from deskdex.pipeline.websink import read_known_pages
+
+        return read_known_pages(home.data_dir)
+
+    return CrawlEnv(config_path=home.config_file, state_path=os.path.join(home.data_dir, STATE_FILE),
+                    open_sink=open_sink, known_pages=known_pages,
+                    ask_daemon=lambda op, **kw: ask_daemon(args, op, **kw))

@@ -53,6 +53,9 @@ if TYPE_CHECKING:
 MAX_LINE = 1 << 20  # bytes: a request longer than this is refused, it cannot be one we understand
 MAX_LIMIT = 10_000  # results one search may ask for: tantivy allocates room for them before searching
 SORTS = ("relevance", "date", "size")
+CRAWL_SCOPES = ("host", "domain", "prefix")  # where a crawl may go from its seeds (deskdex.webcrawl.urls)
+CRAWL_STATES = ("waiting", "crawling", "done", "cancelled", "failed")  # of a crawl job; the last three are final
+MAX_WAIT = 10  # seconds crawl_job may hold its answer back for the job to end
 REQUIRED = object()  # the default of an argument that must be given
 
 
@@ -70,12 +73,14 @@ class Arg:
         """``value`` if it fits, else BadArgs saying why."""
         if value is None and self.nullable:
             return None
+        if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)  # JSON writes 2.0 as 2
         if isinstance(value, bool) != (self.kind is bool) or not isinstance(value, self.kind):
             raise errors.BadArgs(f"{op}: {self.name} must be {self.type_name()}, not {_json_type(value)}")
-        # Bounds are given for integer arguments only, and value is of the argument's kind.
-        if self.minimum is not None and isinstance(value, int) and value < self.minimum:
+        # Bounds are given for number arguments only, and value is of the argument's kind.
+        if self.minimum is not None and isinstance(value, (int, float)) and value < self.minimum:
             raise errors.BadArgs(f"{op}: {self.name} must be at least {self.minimum}, not {value}")
-        if self.maximum is not None and isinstance(value, int) and value > self.maximum:
+        if self.maximum is not None and isinstance(value, (int, float)) and value > self.maximum:
             raise errors.BadArgs(f"{op}: {self.name} must be at most {self.maximum}, not {value}")
         if self.choices and value not in self.choices:
             raise errors.BadArgs(f"{op}: {self.name} must be one of {', '.join(self.choices)}, not {value!r}")
@@ -84,7 +89,8 @@ class Arg:
         return value
 
     def type_name(self) -> str:
-        name = {bool: "a boolean", int: "an integer", str: "a string", list: "a list of strings"}[self.kind]
+        name = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+                list: "a list of strings"}[self.kind]
         return name + (" or null" if self.nullable else "")
 
 
@@ -105,6 +111,10 @@ def _path(doc: str) -> Arg:
 
 def _pattern(doc: str) -> Arg:
     return Arg("pattern", str, REQUIRED, doc)
+
+
+def _job() -> Arg:
+    return Arg("job", int, REQUIRED, "the job number the crawl op answered", minimum=1)
 
 
 OPS: dict[str, Op] = {op.name: op for op in (
@@ -144,6 +154,30 @@ OPS: dict[str, Op] = {op.name: op for op in (
                 "members, failed, failed_by_reason, seconds, bytes, failures: [{path, reason, message}]}. "
                 "Meanwhile status shows the files to go (queue) and the file at hand (current).",
        Arg("paths", list, REQUIRED, "absolute paths of files and folders")),
+    Op("crawl", "Start a crawl in the daemon, the one `deskdex crawl` runs itself when no daemon does: {job}. "
+                "Crawls run one at a time on the daemon's crawl thread, each page stored under its write lock; "
+                "follow one with crawl_job, stop it with crawl_cancel.",
+       Arg("urls", list, None, "seed URLs; null: every configured site", nullable=True),
+       Arg("scope", str, None, "host, domain or prefix (null: host)", choices=CRAWL_SCOPES, nullable=True),
+       Arg("max_pages", int, None, "pages to fetch at most (null: the site's, else crawl.max_pages)", minimum=1,
+           nullable=True),
+       Arg("max_depth", int, None, "links followed from a seed at most (null: crawl.max_depth)", minimum=0,
+           nullable=True),
+       Arg("topic", str, None, "focus on pages about these words", nullable=True),
+       Arg("topic_from", list, None, "focus on pages like these documents (absolute paths on the daemon's "
+                                     "machine, converted in a worker)", nullable=True),
+       Arg("delay", float, None, "seconds between two requests to one site (null: crawl.delay)", minimum=0,
+           nullable=True),
+       Arg("allow_private", bool, False, "crawl private, loopback and link-local addresses too"),
+       Arg("shard", str, "0/1", "I/N: only the sites whose host hashes to I of N")),
+    Op("crawl_job", "A crawl started with the crawl op: {job, state, site, progress: {fetched, stored, failed}, "
+                    "summary, message}; summary (once it has ended) is what `deskdex crawl --json` prints.",
+       _job(), Arg("wait", float, 0.0, f"seconds to wait for the job to end before answering, at most {MAX_WAIT}",
+                   minimum=0, maximum=MAX_WAIT)),
+    Op("crawl_cancel", "Stop a crawl started with the crawl op (what it stored is kept); answers as crawl_job.",
+       _job()),
+    Op("crawl_reload", "The [crawl] table of the config file changed (deskdex crawl add, remove): read it again "
+                       "now, crawl new sites, stop the upkeep of removed ones. Answers {sites: [URL]}."),
 )}
 
 # Every error code a reply may carry, with its meaning, and the deskdex.errors class it stands for.

@@ -63,7 +63,9 @@ SETTINGS: tuple[Setting, ...] = (
             "your network)."),
     Setting("crawl.max_pages", 1000, "Pages one crawl of a site fetches at most."),
     Setting("crawl.max_depth", 5, "Links followed away from a seed at most."),
-    Setting("crawl.timeout", 10.0, "Seconds one request may take."),
+    Setting("crawl.timeout", 10.0, "Seconds a request may wait to connect, and between two reads of its answer."),
+    Setting("crawl.deadline", 60.0, "Seconds one request may take in all, its whole answer included (a page that "
+                                    "trickles in byte by byte fails with reason `timeout`)."),
     Setting("crawl.max_mb", 10, "Pages larger than this (MiB) are not fetched whole."),
     Setting("crawl.revisit_budget_per_day", 1000.0, "Known pages the daemon may fetch again each day to keep them fresh."),
     Setting("crawl.sites", [], "The crawls the daemon keeps fresh: tables with `url`, `scope` (host, domain or "

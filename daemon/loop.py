@@ -99,6 +99,10 @@ class Daemon:
                                stop=self._stop)
         self.watcher: Any = None
         self.accounts = AccountWatcher(cfg["accounts"], self._ask_accounts_check) if system else None
+        # Crawls: the configured sites' upkeep, and those clients hand over the socket (asked for
+        # during the first reconcile, they wait for it).
+        self.crawls = CrawlScheduler(cfg.home.config_file, cfg.home.data_dir, self.coll, self._write_lock,
+                                     self.limits)
 
     # -- enterprise mode -------------------------------------------------------------------------
     def folders(self) -> list[str]:
@@ -188,7 +192,7 @@ class Daemon:
                     self._stalled(exc, [], set(roots))
             if once:
                 return
-            crawls = CrawlScheduler(self.cfg.home.config_file, self.coll, self._write_lock, self.limits).start()
+            crawls = self.crawls.start()
             while True:
                 with self._cond:
                     while not self._stop.is_set() and not self._has_work():

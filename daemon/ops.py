@@ -39,6 +39,8 @@ class Ops:
             "exclude_list": self.exclude_list, "exclude_add": self.exclude_add,
             "exclude_remove": self.exclude_remove, "dups": self.dups, "duplicates": self.duplicates,
             "index": self.index,
+            "crawl": self.crawl, "crawl_job": self.crawl_job, "crawl_cancel": self.crawl_cancel,
+            "crawl_reload": self.crawl_reload,
         }
         assert set(table) == set(protocol.OPS), "every op of the protocol has its handler, and no other"
         return table
@@ -171,6 +173,30 @@ class Ops:
             raise BadArgs(f"exclude_remove: {req.args['pattern']!r} is not a configured pattern")
         self.daemon.set_excludes([p for p in current if p != req.args["pattern"]])
         return self.exclude_list(req)
+
+    # -- crawls: run on the daemon's crawl thread (daemon/crawls.py), never on the socket's -----------
+    def crawl(self, req: Request) -> dict[str, Any]:
+        from deskdex.webcrawl.runs import CrawlRequest, parse_shard
+
+        try:
+            parse_shard(req.args["shard"])
+        except ValueError:
+            raise BadArgs(f"crawl: shard must be I/N with 0 <= I < N, not {req.args['shard']!r}") from None
+        for path in req.args["topic_from"] or []:
+            if not os.path.isabs(path):
+                raise BadArgs(f"crawl: topic_from paths must be absolute, not {path!r}")
+        return {"job": self.daemon.crawls.submit(CrawlRequest(**req.args)).number}
+
+    def crawl_job(self, req: Request) -> dict[str, Any]:
+        job = self.daemon.crawls.job(req.args["job"])
+        job.ended.wait(req.args["wait"])  # this connection's thread waits; nobody else does
+        return job.to_json()
+
+    def crawl_cancel(self, req: Request) -> dict[str, Any]:
+        return self.daemon.crawls.cancel(req.args["job"]).to_json()
+
+    def crawl_reload(self, req: Request) -> dict[str, Any]:
+        return {"sites": self.daemon.crawls.reload()}
 
 
 def _absolute(path: str) -> str:

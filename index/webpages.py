@@ -27,14 +27,20 @@ class WebPages:
         self.db = catalog.db
         if catalog.writable:
             self.db.executescript(SCHEMA)
+        # Read-only, the tables exist once a crawl has made them.
+        self.present = catalog.writable or self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='web_pages'").fetchone() is not None
 
     def info(self, url: str) -> str | None:
+        if not self.present:
+            return None
         r = self.db.execute("SELECT info FROM web_pages WHERE url=?", (url,)).fetchone()
         return r[0] if r else None
 
     def all(self) -> Iterator[tuple[str, str]]:
         """(url, info) of every page the crawler knows."""
-        yield from self.db.execute("SELECT url, info FROM web_pages")
+        if self.present:
+            yield from self.db.execute("SELECT url, info FROM web_pages")
 
     def set_info(self, url: str, info: str) -> None:
         self.catalog.begin()

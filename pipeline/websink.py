@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from typing import Iterable
 
 from deskdex.converters import Document, Limits, Source
 from deskdex.converters.isolation import WorkerPool
+from deskdex.errors import IndexMissing
 from deskdex.index import Collection, Row
+from deskdex.index.collection import CATALOG
+from deskdex.index.store import Catalog
 from deskdex.index.webpages import WebPages
 from deskdex.index.checksums import bytes_checksum, text_checksum
 from deskdex.webcrawl.sink import FetchedPage, KnownPage, PutResult, Visit, record_visit
@@ -44,7 +48,7 @@ class IndexSink:
         return _load(url, info) if info is not None else None
 
     def known_pages(self) -> Iterable[KnownPage]:
-        return [_load(u, i) for u, i in self.pages.all()]
+        return known_pages(self.pages)
 
     # -- storing -------------------------------------------------------------------------------
     def put_page(self, page: FetchedPage) -> PutResult:
@@ -110,6 +114,24 @@ class IndexSink:
         if self._since_commit >= self.commit_every:
             self.coll.commit()
             self._since_commit = 0
+
+
+def known_pages(pages: WebPages) -> list[KnownPage]:
+    """Every page the crawler knows, with its visits."""
+    return [_load(u, i) for u, i in pages.all()]
+
+
+def read_known_pages(data_dir: str) -> list[KnownPage]:
+    """Every page the crawler knows, read without the writer lock (so beside a running daemon,
+    which holds it); none before anything is indexed."""
+    try:
+        catalog = Catalog(os.path.join(data_dir, CATALOG), writable=False)
+    except IndexMissing:
+        return []
+    try:
+        return known_pages(WebPages(catalog))
+    finally:
+        catalog.close()
 
 
 def _dump(kp: KnownPage) -> str:

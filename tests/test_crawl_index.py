@@ -44,7 +44,7 @@ def test_daemon_keeps_a_configured_site(tmp_path: Path):
     with SiteServer(kind="topic", pages=12) as site:
         # A request's timeout is wall-clock time, which an idle-priority crawl thread starved by a
         # busy machine would race: headroom, as the speed of the crawl is not what is tested here.
-        extra = ("[crawl]\ndelay = 0.01\nallow_private_addresses = true\nmax_pages = 20\ntimeout = 120.0\n"
+        extra = ("[crawl]\ndelay = 0.01\nallow_private_addresses = true\nmax_pages = 20\ntimeout = 120.0\ndeadline = 600.0\n"
                  f"[[crawl.sites]]\nurl = \"{site.url('/')}\"\nscope = \"host\"\n")
         d = DaemonProcess(tmp_path / "home", [docs], extra_config=extra).start()
         try:

@@ -8,6 +8,7 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))  # the test site module lives beside the tests
 
 import itertools
+import time
 
 import pytest
 
@@ -22,7 +23,7 @@ DELAY = 0.05
 
 def settings(*seeds: str, **kw: object) -> CrawlSettings:
     fetch = kw.pop("fetch", FetchSettings(timeout=0.5, max_bytes=2**20, allow_private=True))
-    return CrawlSettings(list(seeds), delay=DELAY, fetch=fetch,  # type: ignore[arg-type]
+    return CrawlSettings(list(seeds), delay=kw.pop("delay", DELAY), fetch=fetch,  # type: ignore[arg-type]
                          limits=kw.pop("limits", Limits(max_depth=5, max_pages_per_site=60)), **kw)  # type: ignore[arg-type]
 
 
@@ -168,3 +169,30 @@ def test_shards_split_without_overlap():
     finally:
         for s in servers:
             s.__exit__()
+
+
+def test_every_request_to_a_host_passes_its_politeness_gate():
+    # A bare domain redirecting to its www. host, both in one crawl: the redirects from the first
+    # (its guessed /sitemap.xml included) must not reach the second beside its own requests.
+    delay = 0.3
+    with SiteServer(kind="big", pages=4) as www, SiteServer(kind="redirect", redirect_to=www.url("/")) as bare:
+        stats, _ = crawl(settings(bare.url("/"), www.url("/"), delay=delay), MemorySink())
+        gets = www.paths("GET")
+        assert "/sitemap.xml" in gets  # the site has no Sitemap: line: the usual place is tried
+        assert len(gets) == len(set(gets)), gets  # no URL of the www. host fetched twice
+        times = [t for t, *_ in www.log]
+        gaps = [b - a for a, b in itertools.pairwise(times)]
+        assert min(gaps) >= delay * 0.9, (min(gaps), www.log)
+        assert stats.sites[www.netloc].stored == 4
+
+
+def test_trickling_page_fails_at_the_fetch_deadline():
+    # One byte every 0.05 s never trips the 0.5 s read timeout; the whole answer has 1 s.
+    with SiteServer(trickle_seconds=0.05) as site:
+        fetch = FetchSettings(timeout=0.5, deadline=1.0, max_bytes=2**20, allow_private=True)
+        started = time.monotonic()
+        stats, _ = crawl(settings(site.url("/trickle"), fetch=fetch, sitemaps=False), MemorySink())
+        took = time.monotonic() - started
+    assert stats.outcomes[site.url("/trickle")] == "timeout"
+    assert stats.sites[site.netloc].failed["timeout"] == 1
+    assert took < 5, took  # the body alone would take about 30 s

@@ -7,7 +7,10 @@
 "main" has robots.txt (one path disallowed, a gzipped sitemap index), pages with ETags and
 Last-Modified, an RSS feed with ttl, a page only the sitemap names, a calendar trap, session ids,
 near-duplicate pages, a slow page, a huge page, an image, a redirect loop, malformed HTML, bytes
-that are not the declared encoding, and a page that answers 429 with Retry-After once.
+that are not the declared encoding, a page that answers 429 with Retry-After once, and (linked
+from nowhere) ``/trickle``, which sends its body one byte every ``trickle_seconds``.
+"redirect" answers every path but robots.txt with a 301 to the same path on ``redirect_to``, as a
+bare domain does to its www. host (robots.txt: 404, so no ``Sitemap:`` line).
 """
 
 from __future__ import annotations
@@ -33,12 +36,16 @@ def html(title: str, body: str, head: str = "") -> bytes:
 
 class SiteServer:
     def __init__(self, kind: str = "main", pages: int = 20, crawl_delay: float | None = None,
-                 slow_seconds: float = 3.0, seed: int = 1) -> None:
+                 slow_seconds: float = 3.0, seed: int = 1, redirect_to: str = "",
+                 trickle_seconds: float = 0.05) -> None:
         self.kind, self.pages, self.crawl_delay, self.slow_seconds = kind, pages, crawl_delay, slow_seconds
+        self.redirect_to, self.trickle_seconds = redirect_to.rstrip("/"), trickle_seconds
         self.log: list[tuple[float, str, str, dict[str, str]]] = []
         self.version: dict[str, int] = {}  # path -> content version (tests bump it to change a page)
         self._lock = threading.Lock()
         self._busy_seen: set[str] = set()
+        self._closing = threading.Event()  # ends a trickle under way
+        self._tricklers: list[threading.Thread] = []  # joined on exit: no thread outlives the site
         self.seed = seed
         self._rng = random.Random(seed)
         self._topic_pages = self._make_topic_site() if kind == "topic" else {}
@@ -51,6 +58,11 @@ class SiteServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing.set()
+        with self._lock:
+            tricklers = list(self._tricklers)
+        for t in tricklers:
+            t.join(5)
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(5)
@@ -91,6 +103,10 @@ class SiteServer:
             return self._topic(path)
         if self.kind == "big":
             return self._big(path)
+        if self.kind == "redirect":
+            if path == "/robots.txt":
+                return 404, {"Content-Type": "text/plain"}, b"not found"
+            return 301, {"Location": self.redirect_to + raw_path}, b""
         return self._main(path, query, headers)
 
     def _topic(self, path: str) -> tuple[int, dict[str, str], bytes]:
@@ -166,6 +182,8 @@ class SiteServer:
         if path == "/slow":
             time.sleep(self.slow_seconds)
             return 200, h, html("Slow", "<p>late</p>")
+        if path == "/trickle":
+            return 200, h, Trickle(html("Trickle", "<p>" + "slow " * 80 + "</p>"), self.trickle_seconds)
         if path == "/huge":
             return 200, h, b"<html><body><p>" + b"x" * (3 * 2**20) + b"</p></body></html>"
         if path == "/image":
@@ -190,6 +208,15 @@ class SiteServer:
         return 404, {"Content-Type": "text/plain"}, b"not found"
 
 
+class Trickle(bytes):
+    """A body sent one byte at a time, ``interval`` seconds apart (a server that never quite stalls)."""
+
+    def __new__(cls, data: bytes, interval: float) -> "Trickle":
+        self = super().__new__(cls, data)
+        self.interval = interval
+        return self
+
+
 class _Server(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # clients that hang up (timeouts, size caps) are what the tests provoke
@@ -211,7 +238,18 @@ def _handler(site: SiteServer) -> Any:
             self.end_headers()
             if method != "HEAD" and status != 304:
                 try:
-                    self.wfile.write(body)
+                    if isinstance(body, Trickle):
+                        with site._lock:
+                            site._tricklers.append(threading.current_thread())
+                        self.close_connection = True  # the thread ends with this answer
+                        self.wfile.flush()  # the headers now, the body byte by byte
+                        for i in range(len(body)):
+                            if site._closing.wait(body.interval):
+                                break
+                            self.wfile.write(body[i:i + 1])
+                            self.wfile.flush()
+                    else:
+                        self.wfile.write(body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 

@@ -7,34 +7,59 @@
     deskdex crawl add URL [--scope ...] / crawl remove URL / crawl list
 
 The caller (clients/managing.py, crawl_env) passes ``env``: a function of the parsed arguments giving the config
-path, the crawl state path and a sink factory, so this module never opens the index itself.
+path, the crawl state path, a sink factory, a read-only view of the known pages and a way to ask the
+running daemon, so this module never opens the index itself.
+
+Beside a running daemon, which holds the index's one writer lock: ``crawl status`` reads without the
+lock, ``crawl URL`` hands its crawl to the daemon (the crawl op) and follows it (crawl_job) to print
+the same summary, and ``crawl add``/``remove`` tell the daemon to read its ``[crawl]`` table again.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
+from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from deskdex.protocol import CRAWL_STATES
 
 from . import config as crawlconfig
 
 # The crawler itself (httpx, the index) is imported only when a crawl command runs, so that
 # adding these commands to the main parser keeps every other deskdex command quick to start.
 if TYPE_CHECKING:
-    from .sink import PageSink
-    from .stats import CrawlStats
+    from .sink import KnownPage, PageSink
 
 ACTIONS = ("status", "add", "remove", "list")
-_T = TypeVar("_T")
+FINAL = CRAWL_STATES[2:]  # a crawl job in one of these has ended
+
+
+def _no_daemon(op: str, **args: Any) -> Any:
+    return None
 
 
 @dataclass
 class CrawlEnv:
     config_path: str
     state_path: str
-    open_sink: Callable[[], "PageSink"]  # called once per command that needs the store; closed if it has close()
+    # The writable store, called once per crawl that runs in this process (it takes the writer
+    # lock: only when no daemon runs); closed if it has close().
+    open_sink: Callable[[], "PageSink"]
+    # Every known page, read without the writer lock (beside a daemon too); None: open_sink's.
+    known_pages: Callable[[], Iterable["KnownPage"]] | None = None
+    # The running daemon's answer to an op of deskdex.protocol, or None when no daemon runs.
+    ask_daemon: Callable[..., Any] = _no_daemon
+
+    def read_known_pages(self) -> list["KnownPage"]:
+        if self.known_pages is not None:
+            return list(self.known_pages())
+        with _sink(self) as sink:
+            return list(sink.known_pages())
 
 
 def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -71,86 +96,115 @@ def run_command(args: argparse.Namespace, env: CrawlEnv) -> int:
             if not crawlconfig.add_site(env.config_path, site):
                 print(f"deskdex: not an http(s) URL: {url}", file=sys.stderr)
                 return 2
+        env.ask_daemon("crawl_reload")  # a running daemon crawls the new sites now; else its next start does
         return 0
     if action == "remove":
         missing = [u for u in words if not crawlconfig.remove_site(env.config_path, u)]
+        env.ask_daemon("crawl_reload")
         if missing:
             print(f"deskdex: not configured: {', '.join(missing)}", file=sys.stderr)
             return 1
         return 0
-    from .stats import load_state, status
+    if action == "status":
+        from .stats import load_state, status
 
-    with _sink(env) as sink:
-        if action == "status":
-            report = status(load_state(env.state_path), sink.known_pages())
-            print(json.dumps(report) if args.json else format_status(report))
-            return 0
-        return _crawl(args, words, env, sink)
+        # Read-only (the daemon may hold the writer lock): the state file and the catalog's pages.
+        report = status(load_state(env.state_path), env.read_known_pages())
+        print(json.dumps(report) if args.json else format_status(report))
+        return 0
+    return _crawl(args, words, env)
 
 
-def _crawl(args: argparse.Namespace, urls: list[str], env: CrawlEnv, sink: "PageSink") -> int:
-    from .crawler import CrawlSettings, crawl
-    from .fetch import FetchSettings
-    from .focus import TopicClassifier
-    from .frontier import Limits
-    from .stats import CrawlStats, save_state
+def _crawl(args: argparse.Namespace, urls: list[str], env: CrawlEnv) -> int:
+    from .runs import CrawlRequest, CrawlRun, local_texts, parse_shard, plan, progress_of, summary
 
-    cfg = crawlconfig.load(env.config_path)
     try:
-        i, n = (int(x) for x in args.shard.split("/"))
-        assert 0 <= i < n
-    except (ValueError, AssertionError):
+        parse_shard(args.shard)
+    except ValueError:
         print(f"deskdex: --shard wants I/N with 0 <= I < N, not {args.shard!r}", file=sys.stderr)
         return 2
-    topic = None
-    if args.topic:
-        topic = TopicClassifier.from_words(args.topic)
-    elif args.topic_from:
-        from deskdex.converters.convert import convert
-        from deskdex.converters.source import Source
-
-        texts = [o.document.text() for f in args.topic_from for o in convert(Source.from_path(f)) if o.document]
-        topic = TopicClassifier.from_documents(texts)
-    runs = [(urls, args.scope or "host", topic, None, None)] if urls else \
-        [([s.url], s.scope, TopicClassifier.from_words(s.topic) if s.topic else topic, s.max_pages, s.max_depth)
-         for s in cfg.sites]
-    if not runs:
+    if not urls and not crawlconfig.load(env.config_path).sites:
         print("deskdex: no URL given and no crawl configured (deskdex crawl add URL)", file=sys.stderr)
         return 2
-    fetch = FetchSettings(user_agent=cfg.user_agent, timeout=cfg["timeout"], max_bytes=cfg["max_mb"] * 2**20,
-                          allow_private=args.allow_private or cfg["allow_private_addresses"])
-    progress = _progress if sys.stderr.isatty() else None
-    total = CrawlStats()
-    for seeds, scope, t, site_pages, site_depth in runs:
-        depth = _first(args.max_depth, site_depth, cfg["max_depth"])
-        settings = CrawlSettings(seeds=seeds, scope=scope, max_pages=_first(args.max_pages, site_pages, cfg["max_pages"]),
-                                 limits=Limits(max_depth=depth),
-                                 delay=args.delay if args.delay is not None else cfg["delay"], fetch=fetch, topic=t,
-                                 shard=(i, n))
-        stats, _ = crawl(settings, sink, progress)
-        save_state(env.state_path, stats)
-        total.sites.update(stats.sites)
+    # Paths made absolute here: a daemon does not share this command's working folder.
+    request = CrawlRequest(urls or None, args.scope, args.max_pages, args.max_depth, args.topic,
+                           [os.path.abspath(f) for f in args.topic_from] if args.topic_from else None,
+                           args.delay, args.allow_private, args.shard)
+    progress = sys.stderr.isatty()
+    started = env.ask_daemon("crawl", **request.to_args())
+    if started is not None:
+        return _follow(env, started["job"], progress, args.json)  # the daemon holds the index: it crawls
+    with _sink(env) as sink:
+        run = CrawlRun(plan(crawlconfig.load(env.config_path), request, local_texts), sink, env.state_path,
+                       (lambda t: _progress(progress_of(t))) if progress else None)
+        result = summary(run.run())
     if progress:
         sys.stderr.write("\n")
-    sums = total.totals()
-    if args.json:
-        print(json.dumps({"sites": {k: v.to_json() for k, v in total.sites.items()}, **sums.to_json()}))
-    else:
-        print(f"fetched {sums.fetched}, stored {sums.stored}, unchanged {sums.unchanged}, "
-              f"duplicates {sums.duplicates}, robots-excluded {sums.robots_excluded}, off-topic {sums.off_topic}, "
-              f"failed {sum(sums.failed.values())}")
-        for reason, k in sums.failed.most_common():
-            print(f"  failed ({reason}): {k}")
+    print(json.dumps(result) if args.json else format_summary(result))
     return 0
 
 
-def _first(*values: _T | None) -> _T:
-    return next(v for v in values if v is not None)
+def _follow(env: CrawlEnv, job: int, progress: bool, as_json: bool) -> int:
+    """Follow the daemon's crawl ``job`` to its end, then print its summary as a crawl in this
+    process would. Ctrl-C (or SIGTERM, SIGHUP) stops it in the daemon too: the exit status is 130."""
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupted) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    code = 0
+    try:
+        try:
+            st = _ask(env, "crawl_job", job=job)
+            while st["state"] not in FINAL:
+                st = _ask(env, "crawl_job", job=job, wait=1.0)  # answered at once when the crawl ends
+                if progress:
+                    _progress(st["progress"])
+        except KeyboardInterrupt:
+            code = 130
+            st = _ask(env, "crawl_cancel", job=job)
+            while st["state"] not in FINAL:
+                st = _ask(env, "crawl_job", job=job, wait=1.0)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if progress:
+        sys.stderr.write("\n")
+    if st["state"] == "failed":
+        print(f"deskdex: the crawl failed in the daemon: {st['message']}", file=sys.stderr)
+        return 1
+    if code:
+        print("deskdex: interrupted: the crawl in the daemon is stopped; what it stored is kept", file=sys.stderr)
+    elif st["state"] == "cancelled":
+        print(f"deskdex: the crawl in the daemon was stopped ({st['message']}); what it stored is kept",
+              file=sys.stderr)
+        code = 1
+    if st["summary"] is not None:  # none for a job stopped before it began
+        print(json.dumps(st["summary"]) if as_json else format_summary(st["summary"]))
+    return code
 
 
-def _progress(stats: "CrawlStats") -> None:
-    t = stats.totals()
-    sys.stderr.write(f"\rcrawl: fetched {t.fetched}, stored {t.stored}, failed {sum(t.failed.values())}   ")
+def _ask(env: CrawlEnv, op: str, **kw: Any) -> Any:
+    from deskdex.errors import DaemonUnavailable
+
+    answer = env.ask_daemon(op, **kw)
+    if answer is None:
+        raise DaemonUnavailable("the daemon stopped before the crawl ended; what it stored is kept")
+    return answer
+
+
+def format_summary(s: dict[str, Any]) -> str:
+    """A crawl's summary (deskdex.webcrawl.runs.summary) as the command prints it."""
+    failed: Counter[str] = Counter(s["failed"])
+    lines = [f"fetched {s['fetched']}, stored {s['stored']}, unchanged {s['unchanged']}, "
+             f"duplicates {s['duplicates']}, robots-excluded {s['robots_excluded']}, off-topic {s['off_topic']}, "
+             f"failed {sum(failed.values())}"]
+    lines.extend(f"  failed ({reason}): {k}" for reason, k in failed.most_common())
+    return "\n".join(lines)
+
+
+def _progress(counts: dict[str, int]) -> None:
+    sys.stderr.write(f"\rcrawl: fetched {counts['fetched']}, stored {counts['stored']}, failed {counts['failed']}   ")
 
 
 def format_status(report: dict[str, Any]) -> str:

@@ -18,10 +18,11 @@ from typing import Any
 
 from deskdex import settings
 from deskdex.errors import ConfigError
+from deskdex.protocol import CRAWL_SCOPES
 
 from .urls import normalise
 
-SCOPES = ("host", "domain", "prefix")
+SCOPES = CRAWL_SCOPES  # one tuple: the crawl op of the protocol checks a scope against it too
 PREFIX = "crawl."
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-from concurrent.futures import ThreadPoolExecutor
 import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import urlsplit
@@ -14,7 +15,7 @@ from urllib.parse import urlsplit
 from deskdex.errors import FetchError
 
 from . import feeds, sitemaps
-from .fetch import DNSCache, FetchSettings, conditional_headers, fetch, make_client
+from .fetch import REDIRECTS, DNSCache, FetchSettings, conditional_headers, fetch, make_client
 from .focus import TopicClassifier
 from .frontier import Frontier, Limits, Request
 from .links import extract
@@ -67,15 +68,44 @@ class Crawler:
         self._pages = 0
         self._started_sites: set[str] = set()
         self._sink_thread = ThreadPoolExecutor(1, thread_name_prefix="deskdex-sink")
+        self.stopped = False  # stop() was called: the crawl ended early
+        self._loop: asyncio.AbstractEventLoop | None = None  # while run() runs
+        self._workers: list[asyncio.Task[None]] = []
+        self._stop_lock = threading.Lock()
+
+    def stop(self) -> None:
+        """End the crawl soon, from any thread: requests under way are abandoned, a page being
+        stored is finished, and ``run`` returns the counters so far."""
+        with self._stop_lock:
+            self.stopped = True
+            loop = self._loop
+        if loop is not None:
+            try:
+                loop.call_soon_threadsafe(self._cancel_workers)
+            except RuntimeError:
+                pass  # the loop has just closed: the crawl is over anyway
+
+    def _cancel_workers(self) -> None:
+        for task in self._workers:
+            task.cancel()
 
     def mine(self, url: str) -> bool:
         i, n = self.s.shard
         return n <= 1 or shard_of(site_of(url), n) == i
 
     async def run(self) -> CrawlStats:
+        with self._stop_lock:
+            self._loop = asyncio.get_running_loop()
+        try:
+            return await self._run()
+        finally:
+            with self._stop_lock:
+                self._loop = None
+
+    async def _run(self) -> CrawlStats:
         async with make_client(self.s.fetch, self.dns, self.s.concurrency * 2) as client:
             self.client = client
-            self.robots = RobotsCache(client, self.s.fetch)
+            self.robots = RobotsCache(client, self.s.fetch, gate=self.frontier.slot)
             for url in self.seeds:
                 if self.mine(url):
                     self.frontier.add(Request(url, 0, 1.0))
@@ -83,11 +113,17 @@ class Crawler:
                 for kp in self.sink.known_pages():
                     if self.mine(kp.url) and in_scope(kp.url, self.seeds, self.s.scope):
                         self.frontier.add(Request(kp.url, kp.depth, kp.priority, "revisit"))
-            workers = [asyncio.create_task(self._worker()) for _ in range(self.s.concurrency)]
+            self._workers = [asyncio.create_task(self._worker()) for _ in range(self.s.concurrency)]
+            if self.stopped:
+                self._cancel_workers()  # stop() came before there were workers to cancel
             try:
-                await asyncio.gather(*workers)
+                done, _ = await asyncio.wait(self._workers)
+                for task in done:
+                    exc = None if task.cancelled() else task.exception()
+                    if exc is not None:
+                        raise exc
             finally:
-                self._sink_thread.shutdown(wait=True)
+                self._sink_thread.shutdown(wait=True)  # a page being stored is stored whole
         return self.stats
 
     async def _worker(self) -> None:
@@ -117,7 +153,6 @@ class Crawler:
                     url = normalise(sm)
                     if url and self.mine(url):
                         self.frontier.add(Request(url, 0, 2.0, "sitemap"))
-            await asyncio.sleep(self.frontier.site(site).delay)  # the robots.txt request counts for politeness
         if rules.status == "private_address":
             self.stats.fail(req.url, "private_address")
             return 0.0
@@ -137,9 +172,12 @@ class Crawler:
                 page = None
             if page is None:
                 page = await fetch(self.client, self.s.fetch, req.url, headers=conditional_headers(known),
-                                   depth=req.depth, accept=WANTED, hop_delay=self.frontier.site(site).delay)
+                                   depth=req.depth, accept=WANTED, gate=self.frontier.slot, follow_off_site=False)
         except FetchError as exc:
             return self._failed(req, exc)
+        if page.status in REDIRECTS:
+            self._redirected(req, page.final_url)
+            return 0.0
         if req.kind in ("page", "revisit"):
             self._pages += 1
         self.stats.site(req.url).fetched += 1
@@ -152,7 +190,8 @@ class Crawler:
         return 0.0
 
     async def _head_first(self, req: Request, fetched_at: float) -> FetchedPage | None:
-        head = await fetch(self.client, self.s.fetch, req.url, method="HEAD", depth=req.depth)
+        head = await fetch(self.client, self.s.fetch, req.url, method="HEAD", depth=req.depth,
+                           gate=self.frontier.slot, follow_off_site=False)
         lm = head.headers.get("last-modified")
         try:
             if lm and email.utils.parsedate_to_datetime(lm).timestamp() <= fetched_at:
@@ -160,8 +199,17 @@ class Crawler:
                 return head
         except (TypeError, ValueError):
             pass
-        await asyncio.sleep(self.frontier.site(site_of(req.url)).delay)
         return None
+
+    def _redirected(self, req: Request, target: str) -> None:
+        """A redirect to another site: the target is a request of its own, made in that site's turn
+        after its robots.txt, and not made at all if the crawl already has it (a bare domain's
+        guessed /sitemap.xml redirected to the www. host's, which that host's own turn fetches)."""
+        self.stats.record(req.url, "redirected")
+        if not self.mine(target):
+            self.frontier.rejected["other_shard"] += 1
+            return
+        self.frontier.add(Request(target, req.depth, req.priority, req.kind, off_topic_run=req.off_topic_run))
 
     async def _put(self, page: FetchedPage) -> str:
         # Conversion can take a while: one thread keeps the event loop fetching and the sink single-threaded.

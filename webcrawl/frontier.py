@@ -1,8 +1,11 @@
-"""The frontier: one priority queue per site, a politeness clock per site, and a seen-set.
+"""The frontier: one priority queue per site, a politeness gate per site, and a seen-set.
 
 A site is handed to one worker at a time and comes back ``delay`` seconds after its last request
 ended, so a site never sees two requests closer than its delay (the notes' politeness policy),
-while other sites are fetched meanwhile. Traps (calendars, session ids, endless query variants)
+while other sites are fetched meanwhile. Every HTTP request to a site, whoever makes it (robots.txt,
+sitemaps, feeds, pages, each hop of a redirect, another site's robots.txt redirected here), is made
+inside that site's ``slot``: one at a time, each starting at least the site's delay after the
+previous one ended. Traps (calendars, session ids, endless query variants)
 are bounded by depth, URL length, a per-site page cap and a cap on query variants per path.
 """
 
@@ -14,7 +17,9 @@ import itertools
 import logging
 import time
 from collections import Counter
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import AsyncIterator
 from urllib.parse import urlsplit
 
 from .urls import site_of
@@ -47,6 +52,9 @@ class _Site:
     busy: bool = False
     taken: int = 0
     delay: float = 1.0
+    gate: asyncio.Lock = field(default_factory=asyncio.Lock)  # held for the length of one request
+    last_end: float = float("-inf")  # when its last request ended (monotonic)
+    hold_until: float = 0.0  # no request before this (the site asked us to back off)
 
 
 class Frontier:
@@ -70,6 +78,20 @@ class Frontier:
 
     def set_delay(self, site: str, delay: float) -> None:
         self.site(site).delay = max(self.delay, delay)
+
+    @asynccontextmanager
+    async def slot(self, name: str) -> AsyncIterator[None]:
+        """Make one request to site ``name`` inside this: it waits for any other request to the
+        site to end, then for the site's delay after it (or a back-off the site asked for)."""
+        s = self.site(name)
+        async with s.gate:
+            wait = max(s.last_end + s.delay, s.hold_until) - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            try:
+                yield
+            finally:
+                s.last_end = time.monotonic()
 
     def add(self, req: Request, force: bool = False) -> bool:
         """Queue ``req`` unless seen or past a trap bound; ``force`` re-queues a retry or a sitemap."""
@@ -136,6 +158,7 @@ class Frontier:
         s = self._sites[name]
         s.busy = False
         s.ready_at = time.monotonic() + max(s.delay, backoff)
+        s.hold_until = max(s.hold_until, time.monotonic() + backoff)
         self.in_flight -= 1
         if s.queue:
             heapq.heappush(self._ready, (s.ready_at, next(self._seq), name))

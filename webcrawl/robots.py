@@ -16,7 +16,7 @@ from protego import Protego
 
 from deskdex.errors import FetchError
 
-from .fetch import FetchSettings, fetch
+from .fetch import FetchSettings, Gate, open_gate, fetch
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +55,7 @@ class RobotsCache:
     client: httpx.AsyncClient
     settings: FetchSettings
     agent: str = "deskdex"
+    gate: Gate = open_gate  # the crawl's per-site politeness gate (Frontier.slot)
     max_age: float = MAX_AGE
     _rules: dict[str, Rules] = field(default_factory=dict)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
@@ -73,7 +74,8 @@ class RobotsCache:
 
     async def _fetch(self, url: str) -> Rules:
         try:
-            page = await fetch(self.client, self.settings, url)
+            # Redirects are followed, to other sites too (RFC 9309 2.3.1.2), each hop in its site's turn.
+            page = await fetch(self.client, self.settings, url, gate=self.gate)
         except FetchError as exc:
             if exc.reason.startswith("http_4") and exc.reason != "http_429":
                 logger.debug("%s: %s, allowing all", url, exc)

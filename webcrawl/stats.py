@@ -16,6 +16,8 @@ from .urls import site_of
 
 logger = logging.getLogger(__name__)
 
+STATE_FILE = "crawl-state.json"  # in the data folder: the counters of every crawl, added up
+
 
 @dataclass
 class SiteStats:
