@@ -14,7 +14,7 @@ from deskdex import settings
 from deskdex.paths import Home
 
 from .ask import ask_daemon, home_of
-from .reading import print_json
+from .reading import print_json, say
 
 if TYPE_CHECKING:
     from deskdex.pipeline.indexer import Summary
@@ -37,7 +37,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary.to_json())
     else:
-        print(format_summary(summary))
+        for line in format_summary(summary).split("\n"):
+            say(line)
     return 0
 
 
@@ -95,7 +96,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     else:
         for f in folders:
             extra = f"  {f['documents']} documents, {f['failed']} failed" if "documents" in f else ""
-            print(f"{f['path']}{extra}{'  (offline)' if f.get('offline') else ''}")
+            say(f"{f['path']}{extra}{'  (offline)' if f.get('offline') else ''}")
     return 0
 
 
@@ -128,7 +129,8 @@ def cmd_exclude(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"exclude": patterns})
     else:
-        print("\n".join(patterns) if patterns else "(no exclusions beyond the built-in ones)")
+        for line in patterns or ["(no exclusions beyond the built-in ones)"]:
+            say(line)
     return 0
 
 
