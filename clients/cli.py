@@ -15,6 +15,7 @@ from deskdex.errors import DeskdexError, IndexBusy, QueryError
 from deskdex.paths import ENV
 
 from . import managing, reading
+from .render import terminal_safe
 from .searchargs import OPTIONS
 
 EXIT_ERROR = 1
@@ -36,7 +37,9 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
     daemon = args.command == "daemon"
     level = logging.DEBUG if getattr(args, "verbose", False) else logging.INFO if daemon else logging.ERROR
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(message)s" if daemon else "deskdex: %(message)s")
+    log = logging.StreamHandler()
+    log.setFormatter(SafeFormatter("%(asctime)s %(levelname)s %(message)s" if daemon else "deskdex: %(message)s"))
+    logging.basicConfig(level=level, handlers=[log])
     if not args.command:
         parser.print_help()
         return EXIT_USAGE
@@ -51,8 +54,16 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"deskdex: bad query: {exc}{caret}", file=sys.stderr)
         return EXIT_ERROR
     except DeskdexError as exc:
-        print(f"deskdex: {exc}", file=sys.stderr)
+        print(f"deskdex: {terminal_safe(str(exc))}", file=sys.stderr)
         return EXIT_BUSY if isinstance(exc, IndexBusy) else EXIT_ERROR
+
+
+class SafeFormatter(logging.Formatter):
+    """Log lines safe on a terminal: a message may name any file (render.terminal_safe). A
+    traceback below one keeps its lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return terminal_safe(super().formatMessage(record))
 
 
 def at_least(minimum: int) -> Callable[[str], int]:
@@ -79,12 +90,12 @@ def add_search_options(s: argparse.ArgumentParser) -> None:
                 groups[o.group] = s.add_mutually_exclusive_group()
             target = groups[o.group]
         if o.kind == "flag":
-            target.add_argument(o.flag, action="store_true", help=o.help)
+            target.add_argument(*o.names, action="store_true", help=o.help)
         elif o.kind == "choice":
-            target.add_argument(o.flag, choices=o.choices, default=o.default, help=o.help)
+            target.add_argument(*o.names, choices=o.choices, default=o.default, help=o.help)
         else:
             # every integer option of the table has a minimum: a count of results or a result's number
-            target.add_argument(o.flag, type=at_least(o.minimum or 0), default=o.default, help=o.help,
+            target.add_argument(*o.names, type=at_least(o.minimum or 0), default=o.default, help=o.help,
                                 metavar=o.metavar)
 
 

@@ -2,7 +2,8 @@
 ``deskdex`` fast path share.
 
 ``call(socket_path, "status")`` returns the result. It raises ``DaemonUnavailable`` when no daemon
-answers (the CLI then reads the index directly) and, when the daemon answers with an error, the
+answers (the CLI then reads the index directly; a daemon whose queue of connections is full is
+tried again for up to ``CONNECT_PATIENCE`` seconds first) and, when the daemon answers with an error, the
 deskdex.errors exception of its code (``QueryError`` with its position, ``Forbidden``, ...).
 
 Built on ``_socket``, the C module: ``socket`` costs more to import than a search takes.
@@ -11,6 +12,7 @@ Built on ``_socket``, the C module: ``socket`` costs more to import than a searc
 from __future__ import annotations
 
 import os
+import time
 
 from deskdex import protocol
 from deskdex.errors import DaemonUnavailable
@@ -20,6 +22,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 TIMEOUT = 30.0  # seconds; a search over a big index answers in well under one
+# Seconds a connection refused for a full queue is tried again (backing off from 1 to 50 ms):
+# the daemon queues thousands (daemon/server.py), so this takes a burst beyond that.
+CONNECT_PATIENCE = 2.0
 
 
 def trusted(socket_path: str) -> bool:
@@ -36,20 +41,11 @@ class Client:
     """One connection for several calls; ``call()`` below opens one per call."""
 
     def __init__(self, socket_path: str, timeout: float | None = TIMEOUT) -> None:
-        import _socket
-
         self.path = socket_path
         if not trusted(socket_path):
             raise DaemonUnavailable(f"the deskdex daemon is not running (no socket folder of ours at "
                                     f"{os.path.dirname(socket_path)})")
-        self._sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        self._sock.settimeout(timeout)
-        try:
-            self._sock.connect(socket_path)
-        except OSError as exc:
-            self._sock.close()
-            raise DaemonUnavailable(f"the deskdex daemon is not running (no answer on {socket_path}: "
-                                    f"{exc.strerror or exc})") from None
+        self._sock = _connect(socket_path, timeout)
         self._buffer = b""
 
     def call(self, op: str, **args: Any) -> Any:
@@ -80,6 +76,36 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _connect(path: str, timeout: float | None) -> Any:
+    """A socket connected to ``path``, or DaemonUnavailable."""
+    import _socket
+
+    start = time.monotonic()
+    patience = CONNECT_PATIENCE if timeout is None else min(CONNECT_PATIENCE, timeout)
+    pause = 0.001
+    while True:
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            sock.connect(path)
+            return sock
+        except BlockingIOError:
+            # The daemon's queue of connections is full (Linux answers EAGAIN): a burst of clients,
+            # which the daemon works through in a moment. A fresh socket each time: not every
+            # system lets a socket whose connect failed try again.
+            sock.close()
+            waited = time.monotonic() - start
+            if waited + pause > patience:
+                raise DaemonUnavailable(f"the deskdex daemon on {path} is too busy: its queue of connections "
+                                        f"stayed full for {waited:.1f} s") from None
+            time.sleep(pause)
+            pause = min(2 * pause, 0.05)
+        except OSError as exc:
+            sock.close()
+            raise DaemonUnavailable(f"the deskdex daemon is not running (no answer on {path}: "
+                                    f"{exc.strerror or exc})") from None
 
 
 def call(socket_path: str, op: str, *, timeout: float | None = TIMEOUT, **args: Any) -> Any:

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 def main() -> int:
     argv = sys.argv[1:]
     args = parse_fast(argv)
-    if args is not None and args["open"] is None:
+    # --open runs a program, and -0 without --paths is a mistake: the full command line does both
+    if args is not None and args["open"] is None and (args["paths"] or not args["null"]):
         code = _through_daemon(args)
         if code is not None:
             return code
@@ -52,7 +53,7 @@ def socket_path(home: str | None) -> str | None:
 def _through_daemon(args: dict[str, Any]) -> int | None:
     """The exit code once the daemon's answer is printed, or None to run the full command."""
     from .client import call
-    from .render import color, render_results
+    from .render import print_results
 
     path = socket_path(args["home"])
     if path is None:
@@ -62,9 +63,8 @@ def _through_daemon(args: dict[str, Any]) -> int | None:
                        sort=args["sort"], all=args["all"], snippets=not args["paths"])
     except DeskdexError:
         return None  # no daemon, or an error the full command line reports with all it knows
-    out = render_results(results, as_json=args["json"], paths=args["paths"], color=color())
     try:
-        sys.stdout.write(out)
+        print_results(results, as_json=args["json"], paths=args["paths"], null=args["null"])
         sys.stdout.flush()
     except BrokenPipeError:  # `deskdex search x | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

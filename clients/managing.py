@@ -14,7 +14,7 @@ from deskdex import settings
 from deskdex.paths import Home
 
 from .ask import ask_daemon, home_of
-from .reading import print_json
+from .reading import print_json, say
 
 if TYPE_CHECKING:
     from deskdex.webcrawl.cli import CrawlEnv
@@ -40,7 +40,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary)
     else:
-        print(format_summary(summary))
+        for line in format_summary(summary).split("\n"):
+            say(line)
     return 0
 
 
@@ -53,6 +54,7 @@ def _index_by_daemon(socket_path: str, paths: list[str], progress: bool) -> dict
     from deskdex.errors import DaemonUnavailable
 
     from .client import Client, call
+    from .render import terminal_safe
 
     try:
         client = Client(socket_path, timeout=None)  # as long as the indexing takes
@@ -76,7 +78,8 @@ def _index_by_daemon(socket_path: str, paths: list[str], progress: bool) -> dict
             if shown:
                 try:
                     st = call(socket_path, "status")
-                    line = f"the daemon is indexing: {st.get('queue') or 0} files to go  {st.get('current') or ''}"
+                    line = terminal_safe(f"the daemon is indexing: {st.get('queue') or 0} files to go  "
+                                         f"{st.get('current') or ''}")
                 except DaemonUnavailable:
                     line = "waiting for the daemon"
                 width = shutil.get_terminal_size().columns - 1
@@ -153,7 +156,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     else:
         for f in folders:
             extra = f"  {f['documents']} documents, {f['failed']} failed" if "documents" in f else ""
-            print(f"{f['path']}{extra}{'  (offline)' if f.get('offline') else ''}")
+            say(f"{f['path']}{extra}{'  (offline)' if f.get('offline') else ''}")
     return 0
 
 
@@ -186,7 +189,8 @@ def cmd_exclude(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"exclude": patterns})
     else:
-        print("\n".join(patterns) if patterns else "(no exclusions beyond the built-in ones)")
+        for line in patterns or ["(no exclusions beyond the built-in ones)"]:
+            say(line)
     return 0
 
 

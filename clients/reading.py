@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from deskdex.errors import DeskdexError
 
 from .ask import ask_daemon, home_of
-from .render import color, human, render_results, shown_location
+from .render import human, print_results, raw_path, shown_location, terminal_safe
 
 if TYPE_CHECKING:
     from deskdex.protocol import SearchHit
@@ -26,7 +26,21 @@ def print_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
+def readable(text: str) -> str:
+    """A document's text as ``show`` and ``convert`` print it: exact to another program, its lines
+    made safe on a terminal (a document, like a name, may hold escape sequences)."""
+    return terminal_safe(text, lines=True) if sys.stdout.isatty() else text
+
+
+def say(text: str, file: Any = None) -> None:
+    """Print one line for people to read: names in it are anyone's to choose (render.terminal_safe)."""
+    print(terminal_safe(text), file=file or sys.stdout)
+
+
 def cmd_search(args: argparse.Namespace) -> int:
+    if args.null and not args.paths:
+        print("deskdex: -0/--null goes with --paths: deskdex search WORDS --paths -0", file=sys.stderr)
+        return EXIT_USAGE
     limit = max(args.limit, args.open or 0)
     query = " ".join(args.query)
     snippets = not (args.paths or args.open)
@@ -44,16 +58,14 @@ def cmd_search(args: argparse.Namespace) -> int:
             print(f"deskdex: only {len(hits)} results", file=sys.stderr)
             return EXIT_ERROR
         return open_with_default_app(_target(hits[args.open - 1]))
-    sys.stdout.write(render_results(results, as_json=args.json, paths=args.paths, color=color()))
+    print_results(results, as_json=args.json, paths=args.paths, null=args.null)
     return 0
 
 
 def _target(hit: SearchHit) -> str:
-    """What to open for a hit: a file by its exact name (from the URI: the path shown may have
-    U+FFFD for bytes that are not UTF-8); a member, its container; a web page, its URL."""
-    from deskdex.converters.source import uri_to_path
-
-    return uri_to_path(hit["uri"].split("#", 1)[0]) or hit["uri"]
+    """What to open for a hit: a web page, its URL; a file (a member: its container) by its exact
+    name, which the path shown may not be (U+FFFD for bytes that are not UTF-8)."""
+    return hit["uri"] if hit.get("source") == "web" else os.fsdecode(raw_path(hit))
 
 
 def open_with_default_app(target: str) -> int:
@@ -79,13 +91,13 @@ def cmd_show(args: argparse.Namespace) -> int:
             print(f"deskdex: not in the index: {target}", file=sys.stderr)
             return EXIT_ERROR
         if row.status != "ok":
-            print(f"deskdex: {target} failed to convert ({row.reason}): {row.error}", file=sys.stderr)
+            say(f"deskdex: {target} failed to convert ({row.reason}): {row.error}", file=sys.stderr)
             return EXIT_ERROR
         text = coll.tagged_text(row)
     if text is None:
         print(f"deskdex: {target} is indexed by name only (no text could be extracted)", file=sys.stderr)
         return EXIT_ERROR
-    sys.stdout.write(text)
+    sys.stdout.write(readable(text))
     return 0
 
 
@@ -104,22 +116,24 @@ def cmd_status(args: argparse.Namespace) -> int:
         else "not running"
     if info.get("state_reason"):
         daemon += f" ({info['state_reason']})"
-    print(f"daemon:    {daemon}")
+    say(f"daemon:    {daemon}")
     if info.get("current"):
-        print(f"working on {info['current']}")
-    print(f"documents: {info['documents']}")
-    print(f"failed:    {info['failed']}" + "".join(f"\n  {k}: {v}" for k, v in info["failed_by_reason"].items()))
-    print(f"index:     {_size(info['index_bytes'])} in {os.path.join(home.data_dir, 'tantivy')}")
-    print(f"store:     {_size(info['store_bytes'])} in {os.path.join(home.data_dir, 'catalog.sqlite')}")
+        say(f"working on {info['current']}")
+    say(f"documents: {info['documents']}")
+    say(f"failed:    {info['failed']}")
+    for k, v in info["failed_by_reason"].items():
+        say(f"  {k}: {v}")
+    say(f"index:     {_size(info['index_bytes'])} in {os.path.join(home.data_dir, 'tantivy')}")
+    say(f"store:     {_size(info['store_bytes'])} in {os.path.join(home.data_dir, 'catalog.sqlite')}")
     if info.get("cpu_seconds") is not None:
-        print(f"cpu:       {info['cpu_seconds']} s used since start")
+        say(f"cpu:       {info['cpu_seconds']} s used since start")
     if info.get("last_commit"):
-        print(f"committed: {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info['last_commit']))}")
-    print(f"config:    {home.config_file}")
+        say(f"committed: {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info['last_commit']))}")
+    say(f"config:    {home.config_file}")
     for note in ([info["note"]] if info.get("note") else []) + list(info.get("notes", [])):
-        print(f"note:      {note}")
+        say(f"note:      {note}")
     for f in info.get("failures", []):
-        print(f"  {f['path'] if '#' not in f['uri'] else f['uri']}: {f['reason']}: {f['message']}")
+        say(f"  {f['path'] if '#' not in f['uri'] else f['uri']}: {f['reason']}: {f['message']}")
     return 0
 
 
@@ -184,14 +198,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
     status = 0
     for o in convert(Source.from_path(args.file)):
         if o.document is None:
-            print(f"deskdex: {o.uri}: {o.message} ({o.reason})", file=sys.stderr)
+            say(f"deskdex: {o.uri}: {o.message} ({o.reason})", file=sys.stderr)
             status = EXIT_ERROR
         elif args.format == "tagged":
-            sys.stdout.write(tagged.dumps(o.document))
+            sys.stdout.write(readable(tagged.dumps(o.document)))
         else:
             if "#" in o.uri:
-                print(f"--- {o.uri}")
-            print(o.document.text(main_only=args.format == "main"))
+                say(f"--- {o.uri}")
+            sys.stdout.write(readable(o.document.text(main_only=args.format == "main") + "\n"))
     return status
 
 
@@ -215,7 +229,7 @@ def cmd_dups(args: argparse.Namespace) -> int:
     for c in found["clusters"]:
         print(f"{len(c['documents'])} copies, {human(c['reclaimable'])} reclaimable:")
         for d in c["documents"]:
-            print(f"  {shown_location(d)}  {human(d['size'])}")
+            say(f"  {shown_location(d)}  {human(d['size'])}")
     print(f"{len(found['clusters'])} clusters, {human(found['reclaimable'])} reclaimable in all")
     return 0
 
@@ -240,8 +254,8 @@ def _near_duplicates(args: argparse.Namespace) -> int:
     if args.json:
         print_json(found)
     elif not found["duplicates"]:
-        print(f"no near-duplicates of {path}" + (f" ({found['error']})" if found.get("error") else ""))
+        say(f"no near-duplicates of {path}" + (f" ({found['error']})" if found.get("error") else ""))
     else:
         for d in found["duplicates"]:
-            print(f"{d['similarity']:4.0%} of words in common  {shown_location(d)}")
+            say(f"{d['similarity']:4.0%} of words in common  {shown_location(d)}")
     return 0

@@ -2,7 +2,12 @@
 matches highlighted. Works on results as the protocol carries them (``{"total", "hits": [...]}``,
 deskdex.protocol.SearchResults), whether they came over the socket or from the index directly.
 
-Light on purpose (no json, no dataclasses, no typing at run time): the fast path renders with it.
+What people read is made safe for a terminal first (``terminal_safe``): a file name or title is
+anyone's to choose, and an escape sequence in one could retitle the window, rewrite the screen or
+make a name look like another. JSON keeps every name exact, and ``--paths`` to a pipe prints the
+names' exact bytes, one a line, or NUL-terminated with ``-0`` for ``xargs -0``.
+
+Light on purpose (no json, no dataclasses, no typing, no re at run time): the fast path renders with it.
 """
 
 from __future__ import annotations
@@ -17,9 +22,30 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Mapping
 
-    from deskdex.protocol import SearchResults
+    from deskdex.protocol import SearchHit, SearchResults
 
 BOLD, DIM, CYAN, YELLOW, RESET = "\033[1m", "\033[2m", "\033[36m", "\033[33m", "\033[0m"
+
+
+def _escaped(code: int) -> str:
+    named = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
+    return named.get(code) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+# What a terminal acts on instead of showing: the C0 controls (ESC opens every sequence; a newline
+# breaks a listing), DEL, the C1 controls (U+009B alone is a CSI), and the bidirectional controls
+# and separators that reorder or break the line after them (U+202E makes "a\u202egpj.exe" read as
+# "aexe.jpg").
+_UNSAFE = {c: _escaped(c) for c in (*range(0x20), *range(0x7F, 0xA0), 0x061C, 0x200E, 0x200F,
+                                    *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x2028, 0x2029)}
+_UNSAFE_BUT_LINES = {c: e for c, e in _UNSAFE.items() if c not in (0x09, 0x0A)}
+
+
+def terminal_safe(text: str, lines: bool = False) -> str:
+    """``text`` as it may be printed for people to read: every character a terminal would act on
+    rather than show is written out as an escape (``\\x1b``, ``\\n``, ``\\u202e``). ``lines``: keep
+    newlines and tabs (a document's text)."""
+    return text.translate(_UNSAFE_BUT_LINES if lines else _UNSAFE)
 
 
 def color() -> bool:
@@ -27,14 +53,50 @@ def color() -> bool:
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
+def print_results(results: SearchResults, *, as_json: bool = False, paths: bool = False,
+                  null: bool = False) -> None:
+    """Print a search on stdout as ``deskdex search`` does: JSON; with ``paths``, each file's exact
+    name for another program (one a line, or NUL-terminated with ``null``) or, on a terminal, one a
+    line made safe to read; else the listing (with colour and links on a terminal)."""
+    out = sys.stdout
+    if paths and (null or not out.isatty()):
+        out.flush()
+        out.buffer.write(raw_paths(results, b"\0" if null else b"\n"))
+        out.buffer.flush()
+        return
+    out.write(render_results(results, as_json=as_json, paths=paths, color=color()))
+
+
 def render_results(results: SearchResults, *, as_json: bool = False, paths: bool = False,
                    color: bool = False) -> str:
-    """JSON, one file path a line, or the listing (with colour and links on a terminal)."""
+    """JSON (names exact), or for people: one file path a line, or the listing (with colour and
+    links on a terminal)."""
     if as_json:
         return protocol.dumps(results, ascii_only=False, spaced=True) + "\n"
     if paths:
-        return "".join(h["path"] + "\n" for h in results["hits"] if h.get("source", "files") == "files")
+        return "".join(terminal_safe(h["path"]) + "\n" for h in _files(results))
     return render_hits(results, color=color, links=color)
+
+
+def _files(results: SearchResults) -> list[SearchHit]:
+    """The hits that are files (or in one), not web pages: what --paths prints."""
+    return [h for h in results["hits"] if h.get("source", "files") == "files"]
+
+
+def raw_paths(results: SearchResults, end: bytes) -> bytes:
+    """The exact names of the files among the hits, each followed by ``end``."""
+    return b"".join(raw_path(h) + end for h in _files(results))
+
+
+def raw_path(hit: Mapping[str, object]) -> bytes:
+    """The bytes of a hit's file name as the file system has them. A name that is not UTF-8 is
+    shown with U+FFFD in ``path``; its ``file://`` URI keeps the bytes, percent-encoded."""
+    path, uri = str(hit["path"]), str(hit["uri"])
+    if "\ufffd" in path and uri.startswith("file://"):
+        from urllib.parse import unquote_to_bytes  # rare: the fast path does not load it otherwise
+
+        return unquote_to_bytes(uri[len("file://"):].split("#", 1)[0])
+    return os.fsencode(path)
 
 
 def render_hits(results: SearchResults, color: bool, links: bool = False) -> str:
@@ -44,8 +106,8 @@ def render_hits(results: SearchResults, color: bool, links: bool = False) -> str
     out = []
     for n, h in enumerate(hits, 1):
         date = time.strftime("%Y-%m-%d", time.localtime(h["mtime"])) if h.get("mtime") else ""
-        where = shown_location(h)
-        title = h.get("title") or where
+        where = terminal_safe(shown_location(h))
+        title = terminal_safe(h.get("title") or "") or where
         shown = hyperlink(h["uri"], where) if links else where
         if color:
             out.append(f"{BOLD}{n}. {title}{RESET}\n   {CYAN}{shown}{RESET}  {DIM}{date}  {human(h['size'])}{RESET}\n")
@@ -65,18 +127,31 @@ def shown_location(hit: Mapping[str, object]) -> str:
 
 
 def hyperlink(uri: str, text: str) -> str:
-    """OSC 8: a clickable link in terminals that support it, plain text in the others."""
-    return f"\033]8;;{uri.split('#', 1)[0]}\033\\{text}\033]8;;\033\\"
+    """OSC 8: a clickable link in terminals that support it, plain text in the others. ``text``
+    is already safe; a URI that is not (a web page's may hold anything) cannot end the sequence."""
+    return f"\033]8;;{terminal_safe(uri.split('#', 1)[0])}\033\\{text}\033]8;;\033\\"
 
 
 def highlight(snippet: str, spans: list[list[int]], color: bool) -> str:
+    """The snippet on one line (runs of white space as one space), its matches marked, safe to print."""
     parts, last = [], 0
     for a, b in spans:
-        parts.append(snippet[last:a])
-        parts.append(f"{YELLOW}{BOLD}{snippet[a:b]}{RESET}" if color else f"[{snippet[a:b]}]")
+        parts.append(_one_line(snippet[last:a]))
+        match = _one_line(snippet[a:b])
+        parts.append(f"{YELLOW}{BOLD}{match}{RESET}" if color else f"[{match}]")
         last = b
-    parts.append(snippet[last:])
-    return " ".join("".join(parts).split())
+    parts.append(_one_line(snippet[last:]))
+    return "".join(parts).strip()
+
+
+def _one_line(text: str) -> str:
+    """``text`` with each run of white space as one space (kept at either end: a span may begin or
+    end mid-sentence), then made safe for a terminal."""
+    words = text.split()
+    if not words:
+        return " " if text else ""
+    squashed = (" " if text[0].isspace() else "") + " ".join(words) + (" " if text[-1].isspace() else "")
+    return terminal_safe(squashed)
 
 
 def human(n: int) -> str:

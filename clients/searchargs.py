@@ -18,15 +18,22 @@ COMMON_VALUES = ("--home",)  # ... and options with a value
 
 
 class Option:
-    """``--name`` of ``deskdex search``: ``kind`` is "flag", "int" (``minimum`` and up) or "choice"."""
+    """``--name`` of ``deskdex search``: ``kind`` is "flag", "int" (``minimum`` and up) or "choice";
+    ``short``, another name for it (``-0``)."""
 
-    __slots__ = ("flag", "dest", "kind", "default", "help", "minimum", "choices", "group", "metavar")
+    __slots__ = ("flag", "dest", "kind", "default", "help", "minimum", "choices", "group", "metavar", "short")
 
     def __init__(self, flag: str, kind: str, default: Any, help: str, *, minimum: int | None = None,
-                 choices: tuple[str, ...] = (), group: str = "", metavar: str | None = None) -> None:
+                 choices: tuple[str, ...] = (), group: str = "", metavar: str | None = None,
+                 short: str | None = None) -> None:
         self.flag, self.kind, self.default, self.help = flag, kind, default, help
         self.dest = flag.lstrip("-").replace("-", "_")
         self.minimum, self.choices, self.group, self.metavar = minimum, choices, group, metavar
+        self.short = short
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.short, self.flag) if self.short else (self.flag,)
 
     def convert(self, text: str) -> Any:
         """The value of ``text``; ValueError when argparse would refuse it."""
@@ -49,11 +56,14 @@ OPTIONS: tuple[Option, ...] = (
            "(largest first)", choices=("relevance", "date", "size")),
     Option("--all", "flag", False, "show every near-duplicate too (default: the best of each duplicate cluster)"),
     Option("--json", "flag", False, "print {total, hits: [...]} as JSON", group="output"),
-    Option("--paths", "flag", False, "print one path a line (for xargs)", group="output"),
+    Option("--paths", "flag", False, "print the paths of the files found, one a line: exact for another program, "
+           "made safe to read on a terminal", group="output"),
+    Option("--null", "flag", False, "with --paths: end each path with a NUL byte instead, for xargs -0 (as "
+           "find -print0 does); safe for any name, even one with a newline", short="-0"),
     Option("--open", "int", None, "open the Nth result with the default application", minimum=1,
            group="output", metavar="N"),
 )
-BY_FLAG = {o.flag: o for o in OPTIONS}
+BY_FLAG = {name: o for o in OPTIONS for name in o.names}
 
 
 def parse_fast(argv: list[str]) -> dict[str, Any] | None:

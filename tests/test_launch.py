@@ -102,7 +102,8 @@ def test_without_a_daemon_the_full_command_searches(tmp_path: Path):
 
 
 WORDS = ["tomato", "soup", "-x", "--", "--all", "--json", "--paths", "--open", "1", "--limit", "3", "--limit=0",
-         "--offset", "-2", "--sort", "date", "--sort=weight", "--home", "/h", "-v", "--lim", "search"]
+         "--offset", "-2", "--sort", "date", "--sort=weight", "--home", "/h", "-v", "--lim", "search", "-0",
+         "--null"]
 
 
 def test_the_fast_reading_of_a_command_line_is_argparse_s_or_none():

@@ -559,3 +559,62 @@ def test_snippet_highlight_is_escaped() -> None:
     from deskdex.clients.tray.search_window import snippet_html
 
     assert snippet_html("a <b> budget & more", [[6, 12], [8, 10]]) == "a &lt;b&gt; <b>budget</b> &amp; more"
+
+
+def _as_qt_shows(text: str, rich: bool) -> str:
+    """What Qt shows of ``text`` where it reads HTML when ``rich`` (or, for automatic text, when
+    it guesses the text is HTML): the plain text of the rendered document."""
+    from PySide6.QtGui import QTextDocument
+
+    if not rich:
+        return text
+    doc = QTextDocument()
+    doc.setHtml(text)
+    return doc.toPlainText()
+
+
+def test_names_show_as_written_and_overrides_escaped(qapp: Any, tmp_path: Path) -> None:
+    """A file name is anyone's to choose: HTML in it is shown as written, not rendered (a tooltip
+    reads anything that looks like HTML as HTML), and a bidirectional override is written out so
+    that "\\u202egnp.exe" does not pass for "exe.png"; the result still opens the exact file."""
+    from PySide6.QtGui import Qt as GuiQt
+
+    from deskdex.clients.tray.caller import Caller
+    from deskdex.clients.tray.search_window import HTML_ROLE, PATH_ROLE, SearchWindow
+
+    path = "/home/u/<b>bold</b> \u202egnp.exe"
+    w = SearchWindow(Caller(str(tmp_path / "nothing.sock")))
+    try:
+        item = w._item({"uri": "file:///x", "path": path, "title": "<i>it</i> \u202etitle", "mtime": 0,
+                        "size": 1, "snippet": ""})  # type: ignore[typeddict-item]
+        tip = item.toolTip(0)
+        assert _as_qt_shows(tip, GuiQt.mightBeRichText(tip)) == "/home/u/<b>bold</b> \\u202egnp.exe"
+        assert "\u202e" not in item.text(0) and "<i>it</i> \\u202etitle" in item.text(0)
+        painted = _as_qt_shows(item.data(0, HTML_ROLE), True)
+        assert "<i>it</i> \\u202etitle" in painted and "<b>bold</b> \\u202egnp.exe" in painted
+        assert item.data(0, PATH_ROLE) == path
+    finally:
+        w.close()
+        w.deleteLater()
+
+
+def test_the_status_box_shows_names_as_written(qapp: Any, tmp_path: Path) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import Qt as GuiQt
+    from PySide6.QtWidgets import QLabel
+
+    from deskdex.clients.tray.app import TrayApp
+
+    socket = tmp_path / "<b>run</b>" / "deskdex.sock"  # named in the error the box shows
+    t = TrayApp(str(socket), poll_ms=3_600_000)
+    t.start()
+    try:
+        wait_for(lambda: t.state_action.text().startswith("Error"), "the error state")
+        t.show_status()
+        assert t.status_box is not None
+        label = t.status_box.findChild(QLabel, "qt_msgbox_label")
+        rich = label.textFormat() == Qt.TextFormat.RichText or (
+            label.textFormat() == Qt.TextFormat.AutoText and GuiQt.mightBeRichText(label.text()))
+        assert "<b>run</b>" in _as_qt_shows(label.text(), rich)
+    finally:
+        t.close()

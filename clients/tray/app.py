@@ -10,7 +10,7 @@ import logging
 import signal
 from typing import Any, Callable
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QMenu, QMessageBox, QSystemTrayIcon, QWidget
 
@@ -122,6 +122,7 @@ class TrayApp(QObject):
         if self.status_box is None:  # not modal: the tray keeps updating behind it
             self.status_box = QMessageBox(QMessageBox.Icon.Information, "deskdex status", "")
             self.status_box.setModal(False)
+            self.status_box.setTextFormat(Qt.TextFormat.PlainText)  # folders and notes hold names, not HTML
         self.status_box.setText(text)
         _raise(self.status_box)
 

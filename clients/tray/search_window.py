@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QLabel, QLineEdi
 
 from deskdex.errors import DeskdexError
 
+from ..render import terminal_safe
 from .caller import Caller
 
 if TYPE_CHECKING:
@@ -51,6 +52,12 @@ def snippet_html(snippet: str, spans: list[list[int]] | None) -> str:
         pos = end
     out.append(html.escape(snippet[pos:]))
     return "".join(out)
+
+
+def as_rich_text(text: str) -> str:
+    """``text`` for a tooltip, which Qt reads as HTML when it guesses it is (a name with "<b>" in
+    it): always HTML, escaped, so it shows as written."""
+    return f"<p style='white-space:pre'>{html.escape(text)}</p>"
 
 
 def copies_text(n: int) -> str:
@@ -116,17 +123,19 @@ class SearchWindow(QWidget):
 
     def _item(self, hit: SearchHit) -> QTreeWidgetItem:
         path = hit.get("path") or hit.get("uri", "")
+        # A bidi override or a control character written out: no name passes for another.
+        shown = terminal_safe(path)
         date = time.strftime("%Y-%m-%d", time.localtime(hit["mtime"])) if hit.get("mtime") else ""
         dups = int(hit.get("duplicates") or 0)
         item = QTreeWidgetItem()
-        plain = [hit.get("title") or os.path.basename(path), path, date, copies_text(dups)]
+        plain = [terminal_safe(hit.get("title") or os.path.basename(path)), shown, date, copies_text(dups)]
         item.setText(0, " — ".join(p for p in plain if p))
-        item.setToolTip(0, path)
+        item.setToolTip(0, as_rich_text(shown))
         item.setData(0, HIT_ROLE, hit)
         item.setData(0, PATH_ROLE, path)
         badge = f" <span class='copies'>[{copies_text(dups)}]</span>" if dups else ""
         item.setData(0, HTML_ROLE,
-                     f"<b>{html.escape(plain[0])}</b>{badge}<br><span class='path'>{html.escape(path)}"
+                     f"<b>{html.escape(plain[0])}</b>{badge}<br><span class='path'>{html.escape(shown)}"
                      f" · {date}</span><br>{snippet_html(hit.get('snippet', ''), hit.get('highlights'))}")
         if dups:
             item.setChildIndicatorPolicy(QTreeWidgetItem.ChildIndicatorPolicy.ShowIndicator)
@@ -140,9 +149,9 @@ class SearchWindow(QWidget):
 
         def show(result: dict[str, Any]) -> None:
             for p in result.get("paths", []):
-                child = QTreeWidgetItem([p])
+                child = QTreeWidgetItem([terminal_safe(p)])
                 child.setData(0, PATH_ROLE, p)
-                child.setData(0, HTML_ROLE, html.escape(p))
+                child.setData(0, HTML_ROLE, html.escape(terminal_safe(p)))
                 item.addChild(child)
 
         def failed(error: DeskdexError) -> None:
