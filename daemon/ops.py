@@ -38,6 +38,7 @@ class Ops:
             "watch_list": self.watch_list, "watch_add": self.watch_add, "watch_remove": self.watch_remove,
             "exclude_list": self.exclude_list, "exclude_add": self.exclude_add,
             "exclude_remove": self.exclude_remove, "dups": self.dups, "duplicates": self.duplicates,
+            "retry": self.retry,
         }
         assert set(table) == set(protocol.OPS), "every op of the protocol has its handler, and no other"
         return table
@@ -57,6 +58,7 @@ class Ops:
                 # (the tray asks every few seconds).
                 self._counts = (last, reader.catalog.counts(), reader.sizes())
             counts, sizes = dict(self._counts[1]), self._counts[2]
+            counts.update(reader.catalog.retries())  # changes without a commit to tantivy: not cached
             if req.args["failures"] and not other:  # no paths of others' files
                 counts["failures"] = reports.failures(reader)
         stall = d.stall
@@ -116,6 +118,16 @@ class Ops:
             row = reader.get(req.args["uri"])
             others = reader.duplicates_of(row) if row is not None else []
         return {"paths": [r.uri if "#" in r.uri else r.path for r in others]}
+
+    def retry(self, req: Request) -> dict[str, Any]:
+        path = None if req.args["path"] is None else _absolute(req.args["path"])
+        with self.daemon.reading() as reader:
+            # What the daemon will convert: failures under its folders (`deskdex index` may have
+            # recorded others, elsewhere).
+            scheduled = reader.scheduled_retries(self.daemon.folders())
+        n = sum(1 for _, p, _ in scheduled if path is None or p == path or p.startswith(path.rstrip("/") + "/"))
+        self.daemon.retry(path)
+        return {"retrying": n}
 
     def pause(self, req: Request) -> dict[str, Any]:
         self.daemon.pause(True)
