@@ -142,7 +142,7 @@ def test_a_timeout_is_tried_again_after_its_back_off_and_status_says_when(tmp_pa
         # `status` says when.
         shown = cli.run("status", "--failures").stdout
         assert "retrying:  1 of them" in shown, shown
-        line = next(x for x in shown.splitlines() if "held.txt" in x)
+        line = next(x for x in shown.splitlines() if x.startswith(f"  {docs / 'held.txt'}:"))  # not "working on"
         assert "timeout" in line and "tried again" in line, line
     finally:
         d.stop()
