@@ -1,6 +1,6 @@
 """The ``deskdex`` command line: its parser, and how errors are printed. The commands live in
 clients/reading.py (search, show, status, formats, convert, dups) and clients/managing.py (index,
-daemon, pause, resume, watch, exclude, service, crawl); heavy modules are imported inside each
+retry, daemon, pause, resume, watch, exclude, service, crawl); heavy modules are imported inside each
 command, so ``--help`` and quick commands start fast."""
 
 from __future__ import annotations
@@ -116,6 +116,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     s.set_defaults(func=managing.cmd_index)
+
+    s = sub.add_parser("retry", parents=[common], help="convert again the files whose failure may pass now",
+                       description="Convert again, now, the files at or under PATH (default: all) whose conversion "
+                                   "failed in a way that may pass another time: a timeout, a crash, the memory "
+                                   "limit, an unreadable file, a missing converter. These are also tried again by themselves, after a "
+                                   "back-off (`deskdex status` says when). Other failures (corrupt, unsupported, too "
+                                   "large) wait for the file to change. A running daemon does the work; without one, "
+                                   "this command does.")
+    s.add_argument("path", nargs="?", metavar="PATH")
+    s.add_argument("--workers", type=positive, default=None, help="converter processes without a daemon "
+                                                                  "(default: all cores)")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    s.set_defaults(func=managing.cmd_retry)
 
     s = sub.add_parser("search", parents=[common], help="search the index",
                        description="Search the index. Words are ANDed; use OR, NOT, -word, \"phrases\", prefix*, "

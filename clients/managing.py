@@ -1,4 +1,4 @@
-"""Commands that change what is indexed or how: ``deskdex index``, ``daemon``, ``pause``, ``resume``,
+"""Commands that change what is indexed or how: ``deskdex index``, ``retry``, ``daemon``, ``pause``, ``resume``,
 ``watch``, ``exclude``, ``service`` and the environment ``deskdex crawl`` runs in. A running
 daemon is told at once; without one, the config file is changed and read on the next start."""
 
@@ -7,8 +7,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
-from typing import TYPE_CHECKING, Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator
 
 from deskdex import settings
 from deskdex.paths import Home
@@ -36,7 +38,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     if summary is None:
         cfg = settings.load(home.ensure())
         workers = args.workers or os.cpu_count() or 2
-        summary = index_once(cfg, paths, workers=workers, progress=not args.no_progress).to_json()
+        with terminate_as_interrupt():
+            summary = index_once(cfg, paths, workers=workers, progress=not args.no_progress).to_json()
     if args.json:
         print_json(summary)
     else:
@@ -98,6 +101,48 @@ def _index_by_daemon(socket_path: str, paths: list[str], progress: bool) -> dict
     if failed:
         raise failed[0]
     return answer[0]
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    path = os.path.abspath(os.path.expanduser(args.path)) if args.path else None
+    result = ask_daemon(args, "retry", path=path)
+    if result is None:
+        from deskdex.pipeline.indexer import retry_once
+
+        cfg = settings.load(home_of(args).ensure())
+        with terminate_as_interrupt():
+            n, summary = retry_once(cfg, path, workers=args.workers or os.cpu_count() or 2,
+                                    progress=not args.no_progress)
+        result = {"retrying": n, **summary.to_json()}
+        text = f"tried {_files(n)} again\n{format_summary(summary.to_json())}"
+    else:
+        text = f"the daemon tries {_files(result['retrying'])} again now (deskdex status --failures)"
+    if args.json:
+        print_json(result)
+    elif not result["retrying"]:
+        print("no failed file to try again here (a corrupt, unsupported or too large file is tried again "
+              "when it changes)")
+    else:
+        print(text)
+    return 0
+
+
+def _files(n: int) -> str:
+    return f"{n} failed file{'s' if n != 1 else ''}"
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops a one-shot run as Ctrl-C does: the conversions under way are abandoned (their
+    files are neither failed nor done: the next run converts them) and what is done is committed."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def format_summary(s: dict[str, Any]) -> str:

@@ -123,6 +123,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     say(f"failed:    {info['failed']}")
     for k, v in info["failed_by_reason"].items():
         say(f"  {k}: {v}")
+    if info.get("retries"):
+        say(f"retrying:  {info['retries']} of them, the next {_when(info['next_retry'])} (deskdex retry: now)")
     say(f"index:     {_size(info['index_bytes'])} in {os.path.join(home.data_dir, 'tantivy')}")
     say(f"store:     {_size(info['store_bytes'])} in {os.path.join(home.data_dir, 'catalog.sqlite')}")
     if info.get("cpu_seconds") is not None:
@@ -133,8 +135,23 @@ def cmd_status(args: argparse.Namespace) -> int:
     for note in ([info["note"]] if info.get("note") else []) + list(info.get("notes", [])):
         say(f"note:      {note}")
     for f in info.get("failures", []):
-        say(f"  {f['path'] if '#' not in f['uri'] else f['uri']}: {f['reason']}: {f['message']}")
+        say(f"  {f['path'] if '#' not in f['uri'] else f['uri']}: {f['reason']}: {f['message']}{_retried(f)}")
     return 0
+
+
+def _when(t: float) -> str:
+    """When a failed file is tried again, for people."""
+    if t <= time.time():
+        return "now"
+    return time.strftime("at %H:%M:%S" if t - time.time() < 43200 else "on %Y-%m-%d at %H:%M", time.localtime(t))
+
+
+def _retried(failure: dict[str, Any]) -> str:
+    if failure.get("retry_at") is None:
+        return ""
+    n = failure.get("attempts") or 0
+    return f" (failed {n} time{'s' if n != 1 else ''}; tried again {_when(failure['retry_at'])})" if n else \
+        f" (tried again {_when(failure['retry_at'])})"
 
 
 def _status_from_index(data_dir: str, failures: bool) -> dict[str, Any]:
@@ -144,6 +161,7 @@ def _status_from_index(data_dir: str, failures: bool) -> dict[str, Any]:
     try:
         with Collection.open(data_dir) as coll:
             info.update(coll.catalog.counts())
+            info.update(coll.catalog.retries())
             info.update(coll.sizes())
             last = coll.catalog.get_meta("last_commit")
             info["last_commit"] = float(last) if last else None

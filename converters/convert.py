@@ -10,8 +10,8 @@ from typing import Any, Iterator
 
 from .detect import OCTET, detect, sniff
 from .document import Document
-from deskdex.errors import (ConversionError, CorruptFile, HostileInput, LimitExceeded, NotConfigured, SizeLimit,
-                     UnsupportedFormat)
+from deskdex.errors import (ConversionError, ConverterMissing, CorruptFile, HostileInput, LimitExceeded,
+                            NotConfigured, SizeLimit, UnsupportedFormat)
 from .limits import Limits
 from .registry import Member, Registry, default_registry
 from .source import Source
@@ -68,9 +68,12 @@ def _convert(source: Source, registry: Registry, limits: Limits, out: list[Outco
         mime = detect(source, registry)
         try:
             conv = registry.converter(mime)
-        except (UnsupportedFormat, NotConfigured):
+        except UnsupportedFormat:
             out.append(Outcome(source.uri, name_only(source, mime or OCTET)))
             return
+        except NotConfigured as exc:
+            # A failure, not a name-only document: it is tried again once the converter can run.
+            raise ConverterMissing(str(exc)) from exc
         try:
             result = conv(source, mime)
         except CorruptFile:

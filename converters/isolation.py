@@ -3,6 +3,12 @@
 A worker that runs past its deadline is killed; one that dies (out of memory, a crash in a C
 library) is replaced; either way the file gets a recorded error and the run goes on. Workers
 are started by a fork server, so they never inherit the indexer's threads or open index.
+
+Stopping is not a failure of the file at hand. Workers ignore SIGINT: Ctrl-C reaches the whole
+process group, and it is the indexer's to handle (it abandons the conversions under way). A worker
+killed by SIGTERM or SIGHUP, which deskdex never sends (it kills with SIGKILL), is taken for the
+service or session stopping: the pool waits a moment for its own process to be told the same, and
+records a crash only if it is not.
 """
 
 from __future__ import annotations
@@ -10,12 +16,15 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import os
+import signal
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Iterable, Iterator
+
+from deskdex.errors import ConverterCrashed, MemoryLimit, TimeLimit
 
 from .convert import Outcome, convert
 from .limits import Limits
@@ -61,6 +70,7 @@ def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[s
 
     from .registry import Registry
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the indexer's to handle, see above
     if idle:
         lower_priority()
     if limits.memory_bytes:
@@ -84,7 +94,7 @@ def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[s
             conn.send((outcomes, False))
         except MemoryError:
             # Say this process is done: a fresh one replaces it, with no heap left fragmented.
-            conn.send(([Outcome(source.uri, reason="memory",
+            conn.send(([Outcome(source.uri, reason=MemoryLimit.reason,
                                 message=f"over the memory limit of {limits.memory_bytes // 2**20} MiB")], True))
             return
 
@@ -92,6 +102,12 @@ def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[s
 # Files queued per worker: the next one waits in the pipe while this one converts, so a worker
 # never idles while the writer stores the last result.
 DEPTH = 2
+
+# Signals that stop a whole service or session (systemctl stop signals every process of the unit;
+# a closed terminal, its session), never sent by deskdex to a worker; and how long a pool waits
+# for its own process to be told to stop too, after a worker died of one.
+STOPPING_SIGNALS = frozenset({signal.SIGTERM, signal.SIGHUP, signal.SIGINT})
+STOP_GRACE = 2.0
 
 
 @dataclass
@@ -141,7 +157,12 @@ class WorkerPool:
         self._workers.remove(w)
 
     def close(self) -> None:
+        """End the workers: idle ones are asked to exit; busy ones are killed at once, since no
+        one waits for what they convert (a stop, an error)."""
         for w in list(self._workers):
+            if w.tasks:
+                self._retire(w)
+                continue
             try:
                 w.conn.send(None)
             except OSError:
@@ -206,25 +227,46 @@ class WorkerPool:
             ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout)
             for w in busy:
                 head = w.tasks[0]
+                outcomes = None
                 if w.conn in ready:
                     try:
                         outcomes, exiting = w.conn.recv()
                     except (EOFError, OSError):
-                        outcomes, exiting = [Outcome(head.uri, reason="crash", message=_death(w))], True
-                    w.tasks.popleft()
-                    w.deadline = time.monotonic() + limit  # the next queued file starts now
-                    if exiting:
-                        self._requeue(w, backlog)
-                    yield head, outcomes
-                elif w.process.sentinel in ready:
+                        exiting = True  # it died: below
+                    if outcomes is not None:
+                        w.tasks.popleft()
+                        w.deadline = time.monotonic() + limit  # the next queued file starts now
+                        if exiting:
+                            self._requeue(w, backlog)
+                        yield head, outcomes
+                        continue
+                if w.conn in ready or w.process.sentinel in ready:
+                    if self._stopped_with(w, stop):
+                        for other in [x for x in self._workers if x.tasks]:
+                            self._retire(other)
+                        return
                     message = _death(w)
                     w.tasks.popleft()
                     self._requeue(w, backlog)
-                    yield head, [Outcome(head.uri, reason="crash", message=message)]
+                    yield head, [Outcome(head.uri, reason=ConverterCrashed.reason, message=message)]
                 elif time.monotonic() >= w.deadline:
                     w.tasks.popleft()
                     self._requeue(w, backlog)
-                    yield head, [Outcome(head.uri, reason="timeout", message=f"conversion took over {limit:g} s")]
+                    yield head, [Outcome(head.uri, reason=TimeLimit.reason,
+                                         message=f"conversion took over {limit:g} s")]
+
+    def _stopped_with(self, w: _Worker, stop: threading.Event | None) -> bool:
+        """Whether worker ``w``, found dead, went down with a stop of this process (see the module's
+        docstring): True once ``stop`` is set. Without a ``stop`` event (``deskdex index``), this
+        process's own signal handler raises here while it waits."""
+        w.process.join(1)
+        code = w.process.exitcode
+        if code is None or -code not in STOPPING_SIGNALS:
+            return stop is not None and stop.is_set()
+        if stop is None:
+            time.sleep(STOP_GRACE)
+            return False
+        return stop.wait(STOP_GRACE)
 
     def _requeue(self, w: _Worker, backlog: deque[Source]) -> None:
         """Retire a worker; the files queued behind the one it failed on go to the others."""
@@ -238,8 +280,6 @@ def _death(w: _Worker) -> str:
     w.process.join(1)
     code = w.process.exitcode
     if code is not None and code < 0:
-        import signal
-
         try:
             name = signal.Signals(-code).name
         except ValueError:

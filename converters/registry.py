@@ -3,7 +3,7 @@
 A format is found by the file's suffix first, then by sniffing its first bytes (``detect``).
 Converters are named by dotted path (``module:function``) and imported on first use; a
 converter whose library is missing is turned off with one logged error, remembered, and its
-files are indexed by name and path only. ``convert`` turns one Source into a Document.
+files fail with ``no_converter`` (still found by name and path), tried again later. ``convert`` turns one Source into a Document.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@
      │    │    └── NotRegular       a FIFO, socket or device: never opened
      │    ├── CorruptFile           the format's own parser rejected the bytes
      │    ├── HostileInput          path traversal, entity expansion, nesting too deep
+     │    ├── ConverterCrashed      the converter process died (a crash in a C library)
+     │    ├── ConverterMissing      the format's converter cannot run here (its library is missing)
      │    └── LimitExceeded         a configured limit stopped the work
      │         ├── TimeLimit
      │         ├── MemoryLimit
@@ -40,7 +42,9 @@
 
 Every class has a ``code``: what crosses the socket when the daemon answers with that error
 (deskdex.protocol maps codes back to these classes on the client side). Each ConversionError has
-a short ``reason`` (``"corrupt"``, ``"timeout"``...) counted by reason in ``deskdex status``.
+a short ``reason`` (``"corrupt"``, ``"timeout"``...) counted by reason in ``deskdex status``, and
+says whether it is ``transient``: a failure that another try may not meet (a machine under load, a
+crash) is tried again with back-off (``TRANSIENT_REASONS``); the others wait for the file to change.
 Library errors (pdfminer, zipfile, lxml, sqlite3, tantivy) are translated into this tree where
 they enter our code, ``raise ... from exc``.
 
@@ -75,6 +79,7 @@ class DeskdexError(Exception):
 class ConversionError(DeskdexError):
     reason = "conversion"
     code = "conversion_failed"
+    transient = False  # the same bytes would fail the same way: tried again only when the file changes
 
 
 class UnsupportedFormat(ConversionError):
@@ -83,6 +88,7 @@ class UnsupportedFormat(ConversionError):
 
 class UnreadableFile(ConversionError):
     reason = "unreadable"
+    transient = True  # a permission fixed (chmod leaves the mtime alone), an I/O error that passes
 
 
 class Vanished(UnreadableFile):
@@ -106,10 +112,27 @@ class Encrypted(UnreadableFile):
     """Readable only with a password or a DRM key: the file is fine, so not "corrupt"."""
 
     reason = "encrypted"
+    transient = False
 
 
 class HostileInput(ConversionError):
     reason = "hostile"
+
+
+class ConverterCrashed(ConversionError):
+    """The worker process died under the file (a segfault in a C library, a kill by the OOM
+    killer): maybe the file, maybe the moment. Never a worker deskdex itself stopped."""
+
+    reason = "crash"
+    transient = True
+
+
+class ConverterMissing(ConversionError):
+    """The converter of the file's format is turned off here (NotConfigured: its library is
+    missing): installing it, or a new deskdex, lets the file be converted."""
+
+    reason = "no_converter"
+    transient = True
 
 
 class LimitExceeded(ConversionError):
@@ -118,14 +141,24 @@ class LimitExceeded(ConversionError):
 
 class TimeLimit(LimitExceeded):
     reason = "timeout"
+    transient = True  # a busy machine gives the worker less of the limit
 
 
 class MemoryLimit(LimitExceeded):
     reason = "memory"
+    transient = True
 
 
 class SizeLimit(LimitExceeded):
     reason = "too_large"
+
+
+def _tree(cls: type[ConversionError]) -> list[type[ConversionError]]:
+    return [cls] + [c for sub in cls.__subclasses__() for c in _tree(sub)]
+
+
+# The reasons of failures tried again with back-off, and at once when deskdex or its limits change.
+TRANSIENT_REASONS = frozenset(c.reason for c in _tree(ConversionError) if c.transient)
 
 
 class NotConfigured(DeskdexError):

@@ -118,8 +118,9 @@ def _job() -> Arg:
 
 
 OPS: dict[str, Op] = {op.name: op for op in (
-    Op("status", "The daemon's state (with the reason of a stall), queue, counts, failures by reason, sizes, "
-                 "folders and notes. Another user of an enterprise-mode daemon gets the counts only.",
+    Op("status", "The daemon's state (with the reason of a stall), queue, counts, failures by reason and when "
+                 "the next is tried again, sizes, folders and notes. Another user of an enterprise-mode daemon "
+                 "gets the counts only.",
        Arg("failures", bool, False, "also list every failed file with its reason (root or the owner only)"),
        public=True),
     Op("search", "Ranked hits: {total, hits: [{uri, path, title, snippet, highlights, score, mime, mtime, size, "
@@ -178,6 +179,10 @@ OPS: dict[str, Op] = {op.name: op for op in (
        _job()),
     Op("crawl_reload", "The [crawl] table of the config file changed (deskdex crawl add, remove): read it again "
                        "now, crawl new sites, stop the upkeep of removed ones. Answers {sites: [URL]}."),
+    Op("retry", "Convert again now the files whose failure may pass another time (timeout, crash, memory "
+                "limit, unreadable, no converter), at or under path; answers {retrying: N} at once, the daemon converts them "
+                "next. Other failures wait for their file to change.",
+       Arg("path", str, None, "an absolute path to a file or folder; null: every such failure", nullable=True)),
 )}
 
 # Every error code a reply may carry, with its meaning, and the deskdex.errors class it stands for.

@@ -22,7 +22,7 @@ class Setting:
     name: str  # "workers", or "crawl.delay" for a key of the [crawl] table
     default: Any
     help: str
-    items: type | None = None  # a list's elements must be of this type
+    items: type | None = None  # a list's elements, or a table's values, must be of this type
 
     @property
     def kind(self) -> type:
@@ -45,6 +45,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("time_limit", 60.0, "Seconds one file may take to convert before it is recorded as timed out."),
     Setting("memory_limit_mb", 1024, "Address space one converter process may use, in MiB."),
     Setting("max_file_mb", 256, "Files larger than this are recorded as too large and not read."),
+    Setting("retry_first", 60.0, "Seconds before a file whose conversion failed in a way that may pass (timeout, "
+                                 "crash, memory limit, unreadable, no converter) is tried again; doubled after "
+                                 "each failure, up to a day."),
+    Setting("converters", {}, "Converters of your own, or in place of the built-in ones: MIME type = "
+                              "\"module:function\" (a function of a Source and a MIME type that returns a "
+                              "Document), used when indexing files.", str),
     Setting("commit_every", 1000, "Documents between two commits while indexing."),
     Setting("commit_seconds", 30.0, "Longest time between two commits while indexing."),
     Setting("dup_k", 4, "Near-duplicates: most simhash bits two documents may differ in (docs/duplicates.md)."),
@@ -190,9 +196,12 @@ def _fits(value: Any, setting: Setting) -> bool:
         return False
     if not (isinstance(value, kind) or (kind is float and isinstance(value, int))):
         return False
-    # Only list settings have items (and value is one, being of the setting's kind).
+    # Only list and table settings have items (and value is one, being of the setting's kind).
     items = setting.items
-    return items is None or (isinstance(value, list) and all(isinstance(v, items) for v in value))
+    if items is None:
+        return True
+    values = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else [None]
+    return all(isinstance(v, items) for v in values)
 
 
 def _describe(setting: Setting) -> str:

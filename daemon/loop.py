@@ -4,7 +4,11 @@ Threads: the main thread applies changes (the only writer); the watcher thread h
 settled batches; the socket server answers requests from its own threads (daemon/ops.py) with a
 separate read-only view of the index. Nothing wakes up while nothing changes: the main thread
 sleeps on a condition with no timeout unless there is something to finish (idle workers to
-release, or work held back by battery power).
+release, work held back by battery power, or a failed file to try again at a scheduled time).
+
+Failures that may pass another time (a timeout, a crash, a memory limit: see pipeline/indexer.py)
+are tried again when their back-off is over: the main thread wakes up for the earliest one under
+the watched folders, and at once for ``deskdex retry``.
 
 Enterprise mode (``system=True``, ``deskdex daemon --system``): the watched folders are the homes
 of the accounts (daemon/accounts.py), every document is stamped with who may read it
@@ -29,7 +33,7 @@ import os
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from deskdex import settings
 from deskdex.converters import Limits, display_path
@@ -81,6 +85,8 @@ class Daemon:
         self._records: list[Record] = []
         self._rescan: set[str] = set()
         self._jobs: list[_IndexJob] = []
+        self._retry_asked: list[str | None] = []  # ``deskdex retry [PATH]``s not yet taken up
+        self._next_retry: float | None = None  # the earliest scheduled retry under the folders (epoch s)
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._wakers: list[threading.Thread] = []  # joined in close()
@@ -96,7 +102,7 @@ class Daemon:
         self.limits = Limits.from_settings(cfg)
         self.indexer = Indexer(self.coll, self.limits, workers=int(cfg["workers"]), idle=True,
                                commit_every=int(cfg["commit_every"]), commit_seconds=float(cfg["commit_seconds"]),
-                               stop=self._stop)
+                               stop=self._stop, overrides=cfg["converters"], retry_first=float(cfg["retry_first"]))
         self.watcher: Any = None
         self.accounts = AccountWatcher(cfg["accounts"], self._ask_accounts_check) if system else None
         # Crawls: the configured sites' upkeep, and those clients hand over the socket (asked for
@@ -190,6 +196,7 @@ class Daemon:
                     if once:
                         raise
                     self._stalled(exc, [], set(roots))
+                self._schedule_retries()
             if once:
                 return
             crawls = self.crawls.start()
@@ -210,8 +217,12 @@ class Daemon:
                     records, self._records = self._records, []
                     rescans, self._rescan = self._rescan, set()
                     jobs, self._jobs = self._jobs, []
+                    asked, self._retry_asked = self._retry_asked, []
                 with self._write_lock:
-                    self.apply(records, rescans)
+                    started = time.time()
+                    retries = self._due_retries(asked, started)
+                    self.apply(records + retries, rescans)
+                    self._schedule_retries(retries, started)
                     for job in jobs:
                         self._run_job(job)
         except Interrupted as exc:
@@ -230,11 +241,16 @@ class Daemon:
         # A failed collection is work too: it is tried again (with back-off) until it recovers.
         # What a user asks for by name (`deskdex index PATH`) is done even while paused.
         return bool(self._jobs) or not self.paused and not self._battery_hold() and bool(
-            self._records or self._rescan or self._check_accounts or self.coll.failed)
+            self._records or self._rescan or self._check_accounts or self.coll.failed or self._retry_asked
+            or self._retry_due())
+
+    def _retry_due(self) -> bool:
+        return self._next_retry is not None and self._next_retry <= time.time()
 
     def _battery_hold(self) -> bool:
         """True while work waits for mains power (checked only when there is work)."""
-        if self.cfg["index_on_battery"] or not (self._records or self._rescan):
+        if self.cfg["index_on_battery"] or not (self._records or self._rescan or self._retry_asked
+                                                or self._retry_due()):
             self.on_battery = False
             return False
         from .power import on_battery
@@ -253,9 +269,13 @@ class Daemon:
     def _wait_timeout(self) -> float | None:
         if self.on_battery:
             return 60.0  # look at the power supply again in a minute, only while work waits
+        waits = []
         if self._holding():
-            return max(0.1, self._last_work + float(self.cfg["release_after"]) - time.monotonic())
-        return None  # nothing to do, nothing held: sleep until something happens
+            waits.append(max(0.1, self._last_work + float(self.cfg["release_after"]) - time.monotonic()))
+        if self._next_retry is not None and not self.paused:
+            # At most an hour: the wait's clock stops while the computer sleeps, the retry's does not.
+            waits.append(min(3600.0, max(0.1, self._next_retry - time.time())))
+        return min(waits) if waits else None  # nothing to do, nothing held: sleep until something happens
 
     def _release_if_idle(self) -> None:
         """After ``release_after`` quiet seconds: converters end, tantivy is let go (its threads
@@ -345,6 +365,12 @@ class Daemon:
                 self.state = "idle"  # the main loop says "indexing" as soon as it takes up work
             self._cond.notify_all()
 
+    def retry(self, path: str | None) -> None:
+        """Try the transient failures at or under ``path`` (None: all) again now."""
+        with self._cond:
+            self._retry_asked.append(path)
+            self._cond.notify_all()
+
     def add_folder(self, path: str) -> None:
         """Watch one more folder (kept in the config file) and index it."""
         if not os.path.isdir(path):
@@ -418,6 +444,52 @@ class Daemon:
             self.stall = None
             self.state = "indexing"
         return True
+
+    # -- failures tried again ------------------------------------------------------------------------
+    def _due_retries(self, asked: list[str | None], now: float) -> list[Record]:
+        """The files under the watched folders whose failure is to be tried again now (those
+        ``asked`` for made due first), as changes to apply."""
+        try:
+            for path in asked:
+                self.coll.retry_now(None if path is None else [path], now)
+            scheduled = self.coll.scheduled_retries(self.folders())
+            due: list[Record] = [Changed(path) for _, path, at in scheduled if at <= now]
+        except StoreUnwritable as exc:
+            self._stalled(exc)
+            with self._cond:
+                self._retry_asked[:0] = asked
+            return []
+        except StoreError as exc:
+            self.note(f"could not look for failed files to try again: {exc}")
+            return []
+        if due:
+            logger.info("trying %d failed files again", len(due))
+        return due
+
+    def _schedule_retries(self, tried: Sequence[Record] = (), started: float = 0.0) -> None:
+        """When to wake up for the next retry. A failure still due after a pass that tried it
+        (left alone, e.g. excluded) waits its first back-off again, so that nothing spins."""
+        if self.coll.failed:
+            return  # the work is kept and done again once the index can be written
+        tried_paths = {r.path for r in tried if isinstance(r, Changed)}
+        try:
+            scheduled = self.coll.scheduled_retries(self.folders())
+            nxt: float | None = None
+            for uri, path, at in scheduled:
+                if at <= started and path in tried_paths:
+                    at = started + self.indexer.backoff(1)
+                    self.coll.set_retry(uri, at)
+                nxt = at if nxt is None else min(nxt, at)
+            self.coll.commit()
+        except StoreUnwritable as exc:
+            self._stalled(exc)
+            return
+        except StoreError as exc:
+            self.note(f"could not schedule the next try of failed files: {exc}")
+            nxt = None
+        self._next_retry = nxt
+        if nxt is not None:
+            logger.debug("next try of a failed file at %s", time.ctime(nxt))
 
     # -- applying changes ----------------------------------------------------------------------------
     def reconcile(self, roots: list[str]) -> Summary:

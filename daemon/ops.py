@@ -41,6 +41,7 @@ class Ops:
             "index": self.index,
             "crawl": self.crawl, "crawl_job": self.crawl_job, "crawl_cancel": self.crawl_cancel,
             "crawl_reload": self.crawl_reload,
+            "retry": self.retry,
         }
         assert set(table) == set(protocol.OPS), "every op of the protocol has its handler, and no other"
         return table
@@ -60,6 +61,7 @@ class Ops:
                 # (the tray asks every few seconds).
                 self._counts = (last, reader.catalog.counts(), reader.sizes())
             counts, sizes = dict(self._counts[1]), self._counts[2]
+            counts.update(reader.catalog.retries())  # changes without a commit to tantivy: not cached
             if req.args["failures"] and not other:  # no paths of others' files
                 counts["failures"] = reports.failures(reader)
         stall = d.stall
@@ -126,6 +128,16 @@ class Ops:
         if relative or not paths:
             raise BadArgs(f"index: paths must be absolute, not {relative!r}" if relative else "index: no paths")
         return self.daemon.index_paths(paths).to_json()
+
+    def retry(self, req: Request) -> dict[str, Any]:
+        path = None if req.args["path"] is None else _absolute(req.args["path"])
+        with self.daemon.reading() as reader:
+            # What the daemon will convert: failures under its folders (`deskdex index` may have
+            # recorded others, elsewhere).
+            scheduled = reader.scheduled_retries(self.daemon.folders())
+        n = sum(1 for _, p, _ in scheduled if path is None or p == path or p.startswith(path.rstrip("/") + "/"))
+        self.daemon.retry(path)
+        return {"retrying": n}
 
     def pause(self, req: Request) -> dict[str, Any]:
         self.daemon.pause(True)

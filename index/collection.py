@@ -18,7 +18,7 @@ import logging
 import os
 import shutil
 import time
-from typing import TYPE_CHECKING, AbstractSet, Callable, Concatenate, Iterator, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, AbstractSet, Callable, Concatenate, Iterable, Iterator, ParamSpec, TypeVar
 
 import tantivy
 
@@ -340,6 +340,22 @@ class Collection:
         self._dirty += len(gone)
         self._recluster(changed - set(ids), before)
         return len(gone)
+
+    # -- failures tried again (see Catalog; their rows change, nothing tantivy holds) ----------
+    @_writes
+    def retry_all_if_changed(self, made_by: str, reasons: Iterable[str]) -> int:
+        return self.catalog.retry_all_if_changed(made_by, reasons)
+
+    @_writes
+    def retry_now(self, under: Iterable[str] | None = None, now: float = 0.0) -> int:
+        return self.catalog.retry_now(under, now)
+
+    @_writes
+    def set_retry(self, uri: str, retry_at: float) -> None:
+        self.catalog.set_retry(uri, retry_at)
+
+    def scheduled_retries(self, under: Iterable[str] | None = None) -> list[tuple[str, str, float]]:
+        return self.catalog.scheduled_retries(under)
 
     # -- duplicate clusters -----------------------------------------------------------------
     def _cluster_value(self, doc_id: int) -> int | None:

@@ -11,9 +11,11 @@ from .collection import Collection
 
 
 def failures(coll: Collection) -> list[dict[str, Any]]:
-    """Every file that failed to convert, with its reason and message."""
-    return [{"path": r.path, "uri": r.uri, "reason": r.reason, "message": r.error}
-            for r in coll.catalog.rows("status='failed'")]
+    """Every file that failed to convert, with its reason and message, and for a failure that may
+    pass another time, the failed attempts so far and when it is tried again (``retry_at``, seconds
+    since the epoch; null: when the file changes)."""
+    return [{"path": r.path, "uri": r.uri, "reason": r.reason, "message": r.error, "attempts": r.attempts,
+             "retry_at": r.retry_at} for r in coll.catalog.rows("status='failed'")]
 
 
 def folder_counts(coll: Collection, folder: str) -> dict[str, int]:

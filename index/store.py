@@ -1,7 +1,9 @@
 """The catalog and text store: one SQLite database (WAL) per index.
 
-``docs`` has one row per document (file, archive member or web page). ``texts`` holds the
-tagged text, zstd-compressed, once per distinct text (two copies of a file share one row).
+``docs`` has one row per document (file, archive member or web page); a file whose failure may
+not happen again (errors.TRANSIENT_REASONS) has a ``retry_at`` and counts its ``attempts``.
+``texts`` holds the tagged text, zstd-compressed, once per distinct text (two copies of a file
+share one row).
 ``pending`` lists URIs whose tantivy entries must be brought in line with ``docs``: a URI is
 written there in the same transaction as its row and removed only after tantivy commits, so
 a crash between the two is repaired on the next open (see ``Collection.open``).
@@ -53,13 +55,16 @@ CREATE TABLE IF NOT EXISTS docs(
   cluster INTEGER,
   owner INTEGER,
   readers TEXT,
-  indexed_at REAL
+  indexed_at REAL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  retry_at REAL
 );
 CREATE INDEX IF NOT EXISTS docs_parent ON docs(parent);
 CREATE INDEX IF NOT EXISTS docs_raw ON docs(raw_sum);
 CREATE INDEX IF NOT EXISTS docs_path ON docs(path);
 CREATE INDEX IF NOT EXISTS docs_blob ON docs(blob);
 CREATE INDEX IF NOT EXISTS docs_cluster ON docs(cluster);
+CREATE INDEX IF NOT EXISTS docs_retry ON docs(retry_at) WHERE retry_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS texts(key TEXT PRIMARY KEY, data BLOB NOT NULL, size INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS pending(uri TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -87,10 +92,14 @@ class Row:
     owner: int | None = None
     readers: str | None = None
     indexed_at: float | None = None
+    attempts: int = 0  # conversions that failed in a row on the same bytes
+    retry_at: float | None = None  # a transient failure: when it is tried again (seconds since the epoch)
 
 
 COLUMNS = tuple(f.name for f in fields(Row))
-_SELECT = "SELECT " + ",".join(COLUMNS) + " FROM docs"
+# Columns a catalog made by an earlier deskdex lacks: how to add them (Catalog._migrate), and the
+# value a reader takes for them meanwhile.
+ADDED = {"attempts": ("INTEGER NOT NULL DEFAULT 0", "0"), "retry_at": ("REAL", "NULL")}
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -175,12 +184,34 @@ class Catalog:
             try:
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute("PRAGMA synchronous=NORMAL")
+                self._migrate()
                 self.db.executescript(SCHEMA)
             except BaseException:
                 self.db.close()
                 raise
+        # A reader of a catalog no writer of this version has opened yet reads the defaults of
+        # the columns it lacks.
+        have = self._have = self._columns()
+        self._select = "SELECT " + ",".join(
+            c if c in have else f"{ADDED[c][1]} AS {c}" for c in COLUMNS) + " FROM docs"
         self._zc = zstandard.ZstdCompressor(level=6)
         self._zd = zstandard.ZstdDecompressor()
+
+    def _columns(self) -> set[str]:
+        return {r[1] for r in self.db.execute("PRAGMA table_info(docs)")}
+
+    def _migrate(self) -> None:
+        """Add the columns a catalog of an earlier deskdex lacks. (Its transient failures, never
+        tried again before, are made due by the first indexer: it finds no record of the deskdex
+        and limits they were made with, see ``retry_all_if_changed``.)"""
+        have = self._columns()
+        missing = [c for c in ADDED if c not in have]
+        if not have or not missing:
+            return  # a new catalog (SCHEMA makes it), or one up to date
+        self.db.execute("BEGIN IMMEDIATE")
+        for c in missing:
+            self.db.execute(f"ALTER TABLE docs ADD COLUMN {c} {ADDED[c][0]}")
+        self.db.execute("COMMIT")
 
     def close(self) -> None:
         try:
@@ -212,7 +243,7 @@ class Catalog:
 
     # -- documents ---------------------------------------------------------------------------
     def get(self, uri: str) -> Row | None:
-        r = self.db.execute(_SELECT + " WHERE uri=?", (uri,)).fetchone()
+        r = self.db.execute(self._select + " WHERE uri=?", (uri,)).fetchone()
         return Row(*r) if r else None
 
     def put(self, row: Row) -> None:
@@ -232,7 +263,7 @@ class Catalog:
         return r[0] if r else None
 
     def row_by_id(self, doc_id: int) -> Row | None:
-        r = self.db.execute(_SELECT + " WHERE id=?", (doc_id,)).fetchone()
+        r = self.db.execute(self._select + " WHERE id=?", (doc_id,)).fetchone()
         return Row(*r) if r else None
 
     def set_cluster(self, doc_id: int, cluster: int | None) -> None:
@@ -262,9 +293,42 @@ class Catalog:
         return out
 
     def find_ok_by_raw_sum(self, raw_sum: str) -> Row | None:
-        r = self.db.execute(_SELECT + " WHERE raw_sum=? AND status='ok' AND parent IS NULL LIMIT 1",
+        r = self.db.execute(self._select + " WHERE raw_sum=? AND status='ok' AND parent IS NULL LIMIT 1",
                             (raw_sum,)).fetchone()
         return Row(*r) if r else None
+
+    # -- transient failures, tried again -----------------------------------------------------
+    def retry_all_if_changed(self, made_by: str, reasons: Iterable[str]) -> int:
+        """When the files' failures were made by another deskdex or other limits than ``made_by``
+        says (or nothing says), make every failure of one of ``reasons`` due now, its back-off
+        started anew; remember ``made_by``. Returns how many were made due."""
+        if self.get_meta("converted_by") == made_by:
+            return 0
+        reasons = sorted(reasons)
+        self.begin()
+        cur = self.db.execute(
+            "UPDATE docs SET retry_at=0, attempts=0 WHERE status='failed' AND parent IS NULL AND source='files' "
+            f"AND reason IN ({','.join('?' * len(reasons))})", reasons)
+        self.set_meta("converted_by", made_by)
+        return cur.rowcount
+
+    def scheduled_retries(self, under: Iterable[str] | None = None) -> list[tuple[str, str, float]]:
+        """(uri, path, retry_at) of every failure to be tried again, of the files at or under the
+        paths ``under`` (None: everywhere)."""
+        where, args = _at_or_under(under)
+        return self.db.execute(f"SELECT uri, path, retry_at FROM docs WHERE retry_at IS NOT NULL{where}",
+                               args).fetchall()
+
+    def retry_now(self, under: Iterable[str] | None = None, now: float = 0.0) -> int:
+        """Make the failures to be tried again at or under ``under`` (None: all) due at ``now``."""
+        where, args = _at_or_under(under)
+        self.begin()
+        return self.db.execute(f"UPDATE docs SET retry_at=? WHERE retry_at IS NOT NULL{where}",
+                               [now, *args]).rowcount
+
+    def set_retry(self, uri: str, retry_at: float) -> None:
+        self.begin()
+        self.db.execute("UPDATE docs SET retry_at=? WHERE uri=? AND retry_at IS NOT NULL", (retry_at, uri))
 
     def files_under(self, folder: str) -> Iterator[tuple[str, str, int, float]]:
         """(uri, path, size, mtime) of top-level file documents under ``folder``."""
@@ -276,7 +340,7 @@ class Catalog:
         yield from self.db.execute(q, (prefix, prefix[:-1] + "0"))
 
     def rows(self, where: str = "", args: Iterable[object] = ()) -> Iterator[Row]:
-        for r in self.db.execute(_SELECT + (" WHERE " + where if where else ""), tuple(args)):
+        for r in self.db.execute(self._select + (" WHERE " + where if where else ""), tuple(args)):
             yield Row(*r)
 
     # -- texts -------------------------------------------------------------------------------
@@ -313,6 +377,14 @@ class Catalog:
         return {"documents": total, "failed": sum(failed.values()), "failed_by_reason": failed,
                 "texts": texts, "text_bytes": raw}
 
+    def retries(self) -> dict[str, object]:
+        """How many failures are to be tried again, and when the first is due (quick: an index
+        holds them, so a status asked every few seconds may ask each time)."""
+        if "retry_at" not in self._have:  # read before a writer of this version added it
+            return {"retries": 0, "next_retry": None}
+        n, first = self.db.execute("SELECT count(*), min(retry_at) FROM docs WHERE retry_at IS NOT NULL").fetchone()
+        return {"retries": n, "next_retry": first}
+
     def set_meta(self, key: str, value: str) -> None:
         self.begin()
         self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)", (key, value))
@@ -320,3 +392,16 @@ class Catalog:
     def get_meta(self, key: str) -> str | None:
         r = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return r[0] if r else None
+
+
+def _at_or_under(paths: Iterable[str] | None) -> tuple[str, list[object]]:
+    """A condition (`` AND (...)``, or nothing for None) on ``path``: at or under one of ``paths``."""
+    if paths is None:
+        return "", []
+    terms: list[str] = []
+    args: list[object] = []
+    for p in paths:
+        prefix = p.rstrip("/") + "/"
+        terms.append("path = ? OR (path >= ? AND path < ?)")
+        args += [p, prefix, prefix[:-1] + "0"]
+    return (" AND (" + " OR ".join(terms) + ")" if terms else " AND 0"), args

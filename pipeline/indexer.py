@@ -1,5 +1,10 @@
 """Bring the index in line with a set of files and folders: convert what changed, reuse what
-only moved, remove what is gone. The one place where sources, converters and index meet."""
+only moved, remove what is gone. The one place where sources, converters and index meet.
+
+A failure that may not happen again (errors.TRANSIENT_REASONS: a timeout on a busy machine, a
+crash, a memory limit) is tried again even though the file did not change: after a back-off (the
+setting ``retry_first``, doubled after each failure up to a day), at once when deskdex or its
+limits changed, and when asked (``deskdex retry``). Other failures wait for the file to change."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from deskdex.converters import Limits, Outcome, Source, display_path, path_to_uri, uri_to_path
-from deskdex.errors import ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
+from deskdex.errors import TRANSIENT_REASONS, ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
 from deskdex.converters.isolation import WorkerPool
 from deskdex.index import Collection, Row
 from deskdex.index.checksums import raw_checksum
@@ -47,11 +52,14 @@ class Summary:
 
 AccessOf = Callable[[str], "tuple[int, str] | None"]  # path -> (owner uid, readers JSON), see index/access.py
 
+RETRY_MOST = 86400.0  # the longest back-off before a transient failure is tried again: a day
+
 
 class Indexer:
     def __init__(self, coll: Collection, limits: Limits = Limits(), workers: int = 2, idle: bool = False,
                  commit_every: int = 1000, commit_seconds: float = 30.0,
-                 stop: threading.Event | None = None) -> None:
+                 stop: threading.Event | None = None, overrides: dict[str, str] | None = None,
+                 retry_first: float = 60.0) -> None:
         self.coll = coll
         self.limits = limits
         self.workers = workers
@@ -63,6 +71,9 @@ class Indexer:
         self._pool: WorkerPool | None = None
         self.converted = 0  # files converted since start (a move or rename must not add to it)
         self.stop = stop  # set by another thread: finish the file at hand, commit, raise Interrupted
+        self.overrides = overrides  # the setting ``converters``: MIME type -> "module:function"
+        self.retry_first = retry_first  # seconds before a transient failure is first tried again
+        self._made_by_checked = False
         # Enterprise mode: who may read each file, stamped on its rows (members inherit it).
         # Unchanged files are looked at again on every pass, so permission changes are caught
         # without converting anything.
@@ -95,6 +106,8 @@ class Indexer:
         """Convert or reuse what changed among ``files``; commits only when a batch is due."""
         summary = summary or Summary()
         wanted: dict[str, FileInfo] = {}
+        if not self._made_by_checked:
+            self.retry_if_changed()
         try:
             for source, outcomes in self.pool.map(self._to_convert(files, wanted, summary, progress), self.stop):
                 info = wanted.pop(source.uri)
@@ -116,7 +129,8 @@ class Indexer:
     @property
     def pool(self) -> WorkerPool:
         if self._pool is None:
-            self._pool = WorkerPool(self.workers, self.limits, idle=self.idle, enrich="deskdex.index.duplicates:enrich")
+            self._pool = WorkerPool(self.workers, self.limits, idle=self.idle, overrides=self.overrides,
+                                    enrich="deskdex.index.duplicates:enrich")
         return self._pool
 
     @property
@@ -131,6 +145,32 @@ class Indexer:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
+
+    @property
+    def made_by(self) -> str:
+        """What the failures recorded now were made with: this deskdex, its limits and converters."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            ours = version("deskdex")
+        except PackageNotFoundError:
+            ours = "?"
+        lim = self.limits
+        return (f"deskdex {ours}; time_limit {lim.time_seconds:g}; memory {lim.memory_bytes}; "
+                f"max_file {lim.file_bytes}; converters {sorted((self.overrides or {}).items())}")
+
+    def retry_if_changed(self) -> int:
+        """Make every transient failure due now when deskdex, its limits or its converters changed
+        since they were recorded: they may well pass now. Returns how many."""
+        n = self.coll.retry_all_if_changed(self.made_by, TRANSIENT_REASONS)
+        self._made_by_checked = True
+        if n:
+            logger.info("deskdex, its limits or converters changed: trying %d failed files again", n)
+        return n
+
+    def backoff(self, attempts: int) -> float:
+        """Seconds before the ``attempts``-th failure in a row is tried again."""
+        return min(RETRY_MOST, self.retry_first * 2.0 ** min(max(attempts - 1, 0), 30))
 
     def remove(self, path: str) -> int:
         """A file or folder is gone: remove it and everything under or inside it."""
@@ -178,7 +218,7 @@ class Indexer:
                 return
             uri = path_to_uri(info.path)
             row = self.coll.get(uri)
-            if row is not None and row.size == info.size and abs(row.mtime - info.mtime) < 1e-6:
+            if row is not None and row.size == info.size and abs(row.mtime - info.mtime) < 1e-6 and not _due(row):
                 summary.unchanged += 1
                 if self.refresh_access(info.path, row):
                     self._maybe_commit()
@@ -265,6 +305,13 @@ class Indexer:
         summary.failures.append((path if parent is None else uri, reason, message))
         row = Row(uri=uri, parent=parent, path=path, size=info.size, mtime=info.mtime,
                   status="failed", reason=reason, error=message, title=os.path.basename(path))
+        if parent is None and reason in TRANSIENT_REASONS:
+            # Attempts count failures of the same bytes in a row: the back-off grows with them.
+            before = self.coll.get(uri)
+            same = before is not None and before.status == "failed" and before.retry_at is not None \
+                and before.size == info.size and abs(before.mtime - info.mtime) < 1e-6
+            row.attempts = before.attempts + 1 if same and before is not None else 1
+            row.retry_at = time.time() + self.backoff(row.attempts)
         if self.access is not None and parent is None and path_to_uri(info.path) not in self._access:
             self._access[path_to_uri(info.path)] = self.access(info.path)
         self.coll.put(self._stamped(row, path_to_uri(info.path)), None)
@@ -299,11 +346,34 @@ def _parent_of(uri: str) -> str:
     return uri.rsplit("#", 1)[0]
 
 
+def _due(row: Row) -> bool:
+    """A transient failure whose back-off is over: converted again though the file is unchanged."""
+    return row.retry_at is not None and row.retry_at <= time.time()
+
+
 def index_once(cfg: Config, roots: list[str], workers: int, progress: bool) -> Summary:
     """``deskdex index``: bring the index in line with ``roots`` once, at normal priority."""
     with Collection.from_settings(cfg, writable=True) as coll:
         indexer = Indexer(coll, Limits.from_settings(cfg), workers=workers, idle=False,
-                          commit_every=cfg["commit_every"], commit_seconds=cfg["commit_seconds"])
+                          commit_every=cfg["commit_every"], commit_seconds=cfg["commit_seconds"],
+                          overrides=cfg["converters"], retry_first=cfg["retry_first"])
         files = indexer.scan(roots, cfg["exclude"])
         with with_bar(len(files) if progress else 0, min_total=1) as shown:
             return indexer.sync(roots, files, progress=shown)
+
+
+def retry_once(cfg: Config, under: str | None, workers: int, progress: bool) -> tuple[int, Summary]:
+    """``deskdex retry [PATH]`` with no daemon running: convert again, now, every transient failure
+    at or under ``under`` (None: all). Returns how many there were, and the summary."""
+    with Collection.from_settings(cfg, writable=True) as coll:
+        indexer = Indexer(coll, Limits.from_settings(cfg), workers=workers, idle=False,
+                          commit_every=cfg["commit_every"], commit_seconds=cfg["commit_seconds"],
+                          overrides=cfg["converters"], retry_first=cfg["retry_first"])
+        scope = None if under is None else [under]
+        indexer.retry_if_changed()
+        coll.retry_now(scope, time.time())
+        roots = sorted({path for _, path, _ in coll.scheduled_retries(scope)})
+        coll.commit()
+        files = indexer.scan(roots)  # each root a file: gone ones are dropped by sync
+        with with_bar(len(files) if progress else 0, min_total=1) as shown:
+            return len(roots), indexer.sync(roots, files, progress=shown)

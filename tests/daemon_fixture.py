@@ -82,9 +82,13 @@ class Patience:
 
 class DaemonProcess:
     def __init__(self, home: Path, folders: list[Path], extra_config: str = "", args: tuple[str, ...] = (),
-                 time_limit: float = TIME_LIMIT) -> None:
+                 time_limit: float = TIME_LIMIT, env: dict[str, str] | None = None, own_group: bool = False) -> None:
         self.home = home
         self.args = args  # more arguments for `deskdex daemon`, e.g. ("--system",)
+        self.env = env or {}  # more environment
+        # In a process group of its own, which stop() signals as a terminal's Ctrl-C or a service
+        # manager does: the daemon and its converter processes together.
+        self.own_group = own_group
         (home / "config").mkdir(parents=True, exist_ok=True)
         cfg = ("folders = [" + ", ".join(json.dumps(str(f)) for f in folders) + "]\n"
                f"time_limit = {time_limit}\n" + extra_config)
@@ -98,10 +102,11 @@ class DaemonProcess:
         return str(self.home / "run" / "deskdex.sock")
 
     def start(self, wait: bool = True) -> "DaemonProcess":
-        env = dict(os.environ, DESKDEX_HOME=str(self.home), NO_COLOR="1")
+        env = dict(os.environ, DESKDEX_HOME=str(self.home), NO_COLOR="1", **self.env)
         self._logf = open(self.log, "a")
         self.proc = subprocess.Popen([DESKDEX, "daemon", *self.args], cwd=ROOT, env=env,
-                                     stdout=self._logf, stderr=subprocess.STDOUT, text=True)
+                                     stdout=self._logf, stderr=subprocess.STDOUT, text=True,
+                                     process_group=0 if self.own_group else None)
         if wait:
             try:
                 self.wait_for(lambda st: st["state"] == "idle", quiet=4 * QUIET_SECONDS, what="the first reconcile")
@@ -157,7 +162,10 @@ class DaemonProcess:
         assert self.proc is not None
         try:
             if self.proc.poll() is None:
-                self.proc.send_signal(sig)
+                if self.own_group:
+                    os.killpg(self.proc.pid, sig)
+                else:
+                    self.proc.send_signal(sig)
                 patience = self.patience(quiet)
                 while self.proc.poll() is None and not patience.over():
                     try:
@@ -167,6 +175,11 @@ class DaemonProcess:
                 if self.proc.poll() is None:
                     self.proc.kill()
                     self.proc.wait()
+                    if self.own_group:
+                        try:
+                            os.killpg(self.proc.pid, signal.SIGKILL)  # its converters too
+                        except ProcessLookupError:
+                            pass
                     raise AssertionError(f"daemon did not stop in {patience}\n{self.log.read_text()[-3000:]}")
         finally:
             if self._logf is not None:

@@ -13,9 +13,14 @@ from deskdex.converters import Document, Limits, Outcome, Source, plaintext
 from deskdex.converters.isolation import WorkerPool
 
 OVERRIDES = {"text/plain": "tests.misbehaving:convert"}
+# A folder a test shares with converter processes (in their environment): a conversion of a file
+# named held* adds its name to ``started`` there, then waits while ``hold`` exists there.
+CONTROL = "DESKDEX_TEST_CONTROL"
 
 
 def convert(source: Source, mime: str) -> Document:
+    if source.name.startswith("held"):
+        _held(source)
     if source.name.startswith("loop"):
         while True:
             pass
@@ -26,6 +31,24 @@ def convert(source: Source, mime: str) -> Document:
         while True:
             chunks.append(bytearray(64 * 2**20))
     return plaintext.convert(source, mime)
+
+
+def _held(source: Source) -> None:
+    control = Path(os.environ[CONTROL])
+    with open(control / "started", "a") as f:
+        f.write(source.name + "\n")
+    while (control / "hold").exists():
+        time.sleep(0.05)
+
+
+def settings_for(control: Path) -> tuple[str, dict[str, str]]:
+    """What a deskdex process (the daemon, the command line) needs to convert text with this
+    module: the lines of its config file, and its environment (this module is not installed)."""
+    from .conftest import ROOT
+
+    control.mkdir(parents=True, exist_ok=True)
+    config = "[converters]\n" + "".join(f'"{mime}" = "{func}"\n' for mime, func in OVERRIDES.items())
+    return config, {"PYTHONPATH": str(ROOT), CONTROL: str(control)}
 
 
 def measured_time_limit(paths: list[Path], limits: Limits, workers: int, floor: float,

@@ -14,7 +14,7 @@ from deskdex.paths import Home
 from deskdex.settings import SETTINGS, load
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"}
+TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "table"}
 
 
 def documented_settings() -> dict[str, tuple[str, str]]:
@@ -30,6 +30,8 @@ def documented_settings() -> dict[str, tuple[str, str]]:
 def toml_value(value: object) -> str:
     import tomli_w
 
+    if value == {}:
+        return "{}"  # tomli_w writes an empty table as a [x] header, not as a value
     return tomli_w.dumps({"x": value}).split(" = ", 1)[1].strip()
 
 
@@ -37,7 +39,8 @@ def test_every_setting_is_documented_with_its_type_and_default():
     documented = documented_settings()
     assert set(documented) == {s.name for s in SETTINGS}
     for s in SETTINGS:
-        kind = f"list of {TYPES.get(s.items, 'table')}s" if s.kind is list else TYPES[s.kind]
+        kind = f"{TYPES[s.kind] if s.kind is dict else 'list'} of {TYPES.get(s.items, 'table')}s" \
+            if s.kind in (list, dict) else TYPES[s.kind]
         assert documented[s.name] == (kind, toml_value(s.default)), s.name
 
 

@@ -271,13 +271,14 @@ def test_system_daemon_serves_each_user_what_they_may_read(open_dir: Path):
                  "json.loads(sys.argv[2])]")
         claims = [{"op": "search", "query": "quokka", "limit": 50, "reader": pa.pw_uid, "uid": 0},
                   {"op": "search", "query": "quokka", "limit": 50, "peer": [0, 0, 1]},
-                  {"op": "pause"}, {"op": "status", "failures": True}]
+                  {"op": "pause"}, {"op": "retry"}, {"op": "status", "failures": True}]
         p = _as(users.b, [py, "-c", spoof, daemon.socket, json.dumps(claims)], lib, hb)
         assert p.returncode == 0, p.stderr
-        claimed, peer, pause, status = (json.loads(line) for line in p.stdout.splitlines())
+        claimed, peer, pause, retry, status = (json.loads(line) for line in p.stdout.splitlines())
         assert claimed["ok"] is False and claimed["error"]["code"] == "bad_args"  # no such arguments
         assert peer["ok"] is False and peer["error"]["code"] == "bad_args"
         assert pause["ok"] is False and pause["error"]["code"] == "forbidden"
+        assert retry["ok"] is False and retry["error"]["code"] == "forbidden"
         st = status["result"]
         assert st["documents"] == 8 and st["folders"] == [] and "failures" not in st and st["state"] == "idle"
 
