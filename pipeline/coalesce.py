@@ -5,13 +5,18 @@ disk before the burst in line with the disk after it:
 
 1. ``Moved(src, dst, is_dir)``, in the order they happened: a metadata update; whatever the
    catalog has at ``dst`` (or below it) is replaced.
-2. ``Deleted(path, is_dir)``: drop ``path`` (and everything below it, for a folder).
+2. ``Deleted(path, is_dir)``: ``path`` (and everything below it, for a folder) is gone.
 3. ``Changed(path)``: the file may have new content: index it, or drop it if it is gone by then.
 4. ``Rescan(path, reason)``: events were lost or the exclusions changed: reconcile ``path``.
 
 Paths recorded before a folder move are rewritten to where they ended up, so step 2 and 3 name
 final paths. A path *born* in the burst (created, not there before) never shows up as a move:
-a temp file renamed over its final name is one ``Changed(final)``.
+a temp file renamed over its final name is ``Changed(final)`` and ``Deleted(temp)``.
+
+No path an event named is ever left out, even one that came and went within the burst: the
+daemon applies a batch later than its events happened (while it converts the one before), and by
+then an earlier batch, or a reconcile, may have seen that path on disk and indexed it. Records
+are where to look; the daemon looks at the disk for what is there (daemon/loop.py).
 """
 
 from __future__ import annotations
@@ -73,6 +78,10 @@ class Coalescer:
     def __bool__(self) -> bool:
         return bool(self._moves or self._pending or self._rescans)
 
+    def __len__(self) -> int:
+        """How many records ``drain()`` would give now."""
+        return len(self._moves) + len(self._pending) + len(self._rescans)
+
     def changed(self, path: str, created: bool = False) -> None:
         if created and path not in self._pending:
             self._born.add(path)
@@ -83,23 +92,22 @@ class Coalescer:
             self._born.add(path)
 
     def deleted(self, path: str, is_dir: bool = False) -> None:
+        # Kept even for a path born in this burst: an earlier batch may have indexed it meanwhile.
         if is_dir:
-            self._drop_below(path)
-        if path in self._born and not is_dir:
-            # Never known to the catalog. (A born folder still gets its Deleted: a move may have
-            # put catalogued files below it.)
-            self._born.discard(path)
-            self._pending.pop(path, None)
-            return
+            self._drop_below(path)  # Deleted(folder) covers everything below it
         self._born.discard(path)
         self._pending[path] = Deleted(path, is_dir)
 
     def moved(self, src: str, dst: str, is_dir: bool = False) -> None:
-        # Whatever was at dst is replaced.
+        # Whatever was at dst is replaced. Only a path born in this burst stays born: a rename
+        # onto a name that existed before (an editor's save) replaces what the catalog has there.
+        dst_born = dst in self._born
         self._pending.pop(dst, None)
         self._born.discard(dst)
         if is_dir:
-            self._drop_below(dst)
+            # Records below dst stay: they name paths that were there before the move (the daemon
+            # looks at each, and a Moved or Deleted folder is looked at whole).
+            self._born = {p for p in self._born if not _under(p, dst)}
             self._pending = {(_rebase(p, src, dst) if _under(p, src) else p): v
                              for p, v in self._pending.items()}
             self._pending = {p: (Deleted(p, v.is_dir) if isinstance(v, Deleted) else v)
@@ -108,9 +116,12 @@ class Coalescer:
         state = self._pending.pop(src, None)
         if src in self._born:
             self._born.discard(src)
-            self._born.add(dst)
-            if is_dir:
-                # No Moved for a folder the catalog never saw: files moved into it follow it.
+            if dst_born:
+                self._born.add(dst)
+            # No Moved for a path the catalog never saw, but src is still looked at: an earlier
+            # batch may have indexed it meanwhile.
+            self._pending[src] = Deleted(src, is_dir)
+            if is_dir:  # files moved into it follow it (the files made in it are rebased above)
                 self._moves = [replace(m, dst=_rebase(m.dst, src, dst)) if _under(m.dst, src) else m
                                for m in self._moves]
             else:

@@ -95,7 +95,10 @@ class Indexer:
         try:
             for source, outcomes in self.pool.map(self._to_convert(files, wanted, summary, progress), self.stop):
                 info = wanted.pop(source.uri)
-                self._store(info, outcomes, summary)
+                if outcomes[0].document is None and not os.path.lexists(info.path):
+                    self._gone_since_checksum(info, source.uri, summary)
+                else:
+                    self._store(info, outcomes, summary)
                 if progress:
                     progress(1, info.path)
                 self._maybe_commit()
@@ -239,6 +242,18 @@ class Indexer:
             else:
                 summary.members += 1
         self._access.pop(uri, None)
+
+    def _gone_since_checksum(self, info: FileInfo, uri: str, summary: Summary) -> None:
+        """The file went away while it waited for its conversion, which failed for that: not a
+        failure of the file. A failed row would outlive it: the watcher's Moved would carry it to
+        the new name, where its size and mtime match, and the file would never be tried again."""
+        logger.warning("%s: vanished before its conversion", info.path)
+        self._raw.pop(uri, None)
+        self._access.pop(uri, None)
+        summary.failed["vanished"] += 1
+        summary.failures.append((info.path, "vanished", "deleted or renamed during the run"))
+        if self.coll.get(uri) is not None:
+            self.coll.delete(uri)
 
     def _fail(self, info: FileInfo, uri: str, parent: str | None, reason: str, message: str, summary: Summary) -> None:
         logger.warning("%s: %s (%s)", info.path if parent is None else uri, message, reason)

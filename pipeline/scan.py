@@ -35,9 +35,11 @@ class Excluder:
         return self.spec.match_file(rel + "/" if is_dir else rel)
 
 
-def walk(root: str, excluder: Excluder) -> Iterator[FileInfo]:
-    """Every regular file under ``root`` that no pattern excludes (patterns match paths below root)."""
+def walk(root: str, excluder: Excluder, base: str | None = None) -> Iterator[FileInfo]:
+    """Every regular file under ``root`` that no pattern excludes (patterns match paths below
+    ``base``, by default root: a folder inside a watched folder is walked with the watched one's)."""
     root = os.path.abspath(root)
+    base = os.path.abspath(base) if base is not None else root
     try:
         st = os.stat(root, follow_symlinks=False)
     except OSError as exc:
@@ -55,7 +57,7 @@ def walk(root: str, excluder: Excluder) -> Iterator[FileInfo]:
             logger.warning("cannot list %s: %s", folder, exc.strerror)
             continue
         for e in sorted(entries, key=lambda e: e.name, reverse=True):
-            rel = os.path.relpath(e.path, root)
+            rel = os.path.relpath(e.path, base)
             try:
                 if e.is_dir(follow_symlinks=False):
                     if not excluder.excluded(rel, True):
