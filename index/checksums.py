@@ -7,15 +7,24 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 _WORD = re.compile(r"\w+")
 
 
 def raw_checksum(path: str, chunk: int = 1 << 20) -> str:
-    h = hashlib.blake2b(digest_size=16)
     with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
+        return raw_checksum_of(f, chunk)
+
+
+def raw_checksum_of(f: BinaryIO, chunk: int = 1 << 20) -> str:
+    """The raw checksum of an open file (from where it is to its end)."""
+    h = hashlib.blake2b(digest_size=16)
+    while block := f.read(chunk):
+        h.update(block)
     return h.hexdigest()
 
 

@@ -9,7 +9,9 @@ what saves work, and the disk for the rest:
 1. ``Moved`` records, in order: the catalog entries at ``src`` (and below it) take the name ``dst``,
    replacing whatever the catalog had there. Nothing is converted: a rename costs no conversion.
 2. Then every path the batch names, both ends of each move included, is looked at on disk: a file
-   is returned for ``Indexer.update`` (which skips it when its size and mtime match its entry);
+   is returned for ``Indexer.update`` (which skips it when its size and mtime match its entry,
+   unless the record says another file was put there: two files written in the same clock tick
+   with the same size look alike);
    a folder is walked, its files returned, and the entries below it that the disk no longer has
    are removed; anything else (gone, not a regular file, excluded, outside the watched folders)
    is removed, with everything below it.
@@ -39,15 +41,21 @@ def follow(indexer: Indexer, records: Iterable[Moved | Deleted | Changed], roots
     # outside every watched folder (a folder no longer watched) is removed; another is left alone
     # (the catalog may hold files `deskdex index` was given, and no record may take them away).
     look: dict[str, bool] = {}
+    recheck: set[str] = set()  # another file was put there: its size and mtime prove nothing
     for r in records:
         if isinstance(r, Moved):
-            if _root_of(r.dst, roots) is not None and _catalogued(indexer, r.src):
-                indexer.remove(r.dst)  # what the rename replaced
-                indexer.move(r.src, r.dst)
+            if _root_of(r.dst, roots) is not None:
+                # What the rename replaced goes, even when the catalog has nothing at src (not
+                # indexed yet): the entry at dst is another file's, however alike they look.
+                indexer.remove(r.dst)
+                if _catalogued(indexer, r.src):
+                    indexer.move(r.src, r.dst)
             look[r.src] = True
             look[r.dst] = look.get(r.dst, False)
         else:
             look[r.path] = look.get(r.path, False) or isinstance(r, Deleted)
+            if isinstance(r, Changed) and r.new_file:
+                recheck.add(r.path)
     files: list[FileInfo] = []
     done: set[str] = set()  # paths looked at whole (a folder walked, or removed with all below it)
     for path in sorted(look, key=lambda p: p.count(os.sep)):  # a folder before what is below it
@@ -57,11 +65,12 @@ def follow(indexer: Indexer, records: Iterable[Moved | Deleted | Changed], roots
                 indexer.remove(path)
                 done.add(path)
         elif not _below_any(path, done):
-            files.extend(_look(indexer, path, root, excluder, done))
+            files.extend(_look(indexer, path, root, excluder, done, recheck))
     return files
 
 
-def _look(indexer: Indexer, path: str, root: str, excluder: Excluder, done: set[str]) -> list[FileInfo]:
+def _look(indexer: Indexer, path: str, root: str, excluder: Excluder, done: set[str],
+          recheck: set[str]) -> list[FileInfo]:
     try:
         st = os.lstat(path)
     except OSError:
@@ -70,11 +79,12 @@ def _look(indexer: Indexer, path: str, root: str, excluder: Excluder, done: set[
     if st is not None and stat.S_ISREG(st.st_mode):
         if path == root or not excluder.excluded(rel, False):
             _remove_below(indexer, path, keep=set())  # a folder's entries, if it was one
-            return [FileInfo(path, st.st_size, st.st_mtime)]
+            return [FileInfo(path, st.st_size, st.st_mtime, path in recheck)]
     elif st is not None and stat.S_ISDIR(st.st_mode):
         if path == root or not excluder.excluded(rel, True):
             done.add(path)
-            found = list(walk(path, excluder, base=root))
+            found = [FileInfo(f.path, f.size, f.mtime, True) if f.path in recheck else f
+                     for f in walk(path, excluder, base=root)]
             _remove_below(indexer, path, keep={path_to_uri(f.path) for f in found})
             uri = path_to_uri(path)
             if indexer.coll.get(uri) is not None:  # it was a file
@@ -93,7 +103,9 @@ def _remove_below(indexer: Indexer, folder: str, keep: set[str]) -> None:
 
 def _catalogued(indexer: Indexer, path: str) -> bool:
     """Whether the catalog has anything at ``path`` or below it."""
-    return indexer.coll.get(path_to_uri(path)) is not None or next(iter(indexer.coll.files_under(path)), None) is not None
+    if indexer.coll.get(path_to_uri(path)) is not None:
+        return True
+    return any(True for _ in indexer.coll.files_under(path))
 
 
 def _root_of(path: str, roots: list[str]) -> str | None:

@@ -15,7 +15,7 @@ from deskdex.converters import Limits, Outcome, Source, path_to_uri
 from deskdex.errors import Interrupted, UnreadableFile
 from deskdex.converters.isolation import WorkerPool
 from deskdex.index import Collection, Row
-from deskdex.index.checksums import raw_checksum
+from deskdex.index.checksums import raw_checksum_of
 
 from .progress import Progress, with_bar
 from .scan import Excluder, FileInfo, walk
@@ -176,7 +176,7 @@ class Indexer:
                 return
             uri = path_to_uri(info.path)
             row = self.coll.get(uri)
-            if row is not None and row.size == info.size and abs(row.mtime - info.mtime) < 1e-6:
+            if row is not None and not info.recheck and row.size == info.size and abs(row.mtime - info.mtime) < 1e-6:
                 summary.unchanged += 1
                 if self.refresh_access(info.path, row):
                     self._maybe_commit()
@@ -184,7 +184,7 @@ class Indexer:
                     progress(1, info.path)
                 continue
             try:
-                raw = raw_checksum(info.path)
+                raw, info = _checksum_as_read(info)
             except FileNotFoundError:
                 # Deleted between the scan and now: nothing to index, and no ghost left behind.
                 logger.warning("%s: vanished during the run", info.path)
@@ -289,6 +289,19 @@ class Indexer:
         if self.coll.dirty >= self.commit_every or time.monotonic() - self._last_commit > self.commit_seconds:
             self.coll.commit()
             self._last_commit = time.monotonic()
+
+
+def _checksum_as_read(info: FileInfo) -> tuple[str, FileInfo]:
+    """The raw checksum of the file at ``info.path``, with the size and mtime of the file that was
+    read (the descriptor's, before reading), which the row records. The path may hold another file
+    than when it was looked at (a swap through a temp name, between the look and now); a row that
+    paired the look's size and mtime with the other file's bytes passed for up to date wherever the
+    watcher's moves then carried it. A file changed while it is read gets a newer mtime than the
+    one recorded, and is read again at its next look."""
+    with open(info.path, "rb") as f:
+        st = os.fstat(f.fileno())
+        raw = raw_checksum_of(f)
+    return raw, FileInfo(info.path, st.st_size, st.st_mtime)
 
 
 def _parent_of(uri: str) -> str:

@@ -25,6 +25,9 @@ class FileInfo:
     path: str
     size: int
     mtime: float
+    # Its size and mtime prove nothing (another file was put at this path): the indexer reads its
+    # bytes even when they match the catalog's entry.
+    recheck: bool = False
 
 
 class Excluder:

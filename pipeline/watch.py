@@ -205,7 +205,7 @@ class Watcher:
             if is_dir:
                 self._post(lambda c: c.rescan(dst, "moved_in"))
             else:  # not born: the final name may have been there (an editor's save)
-                self._post(lambda c: c.changed(dst))
+                self._post(lambda c: c.changed(dst, replaced=True))
         else:
             self._post(lambda c: c.moved(src, dst, is_dir))
 

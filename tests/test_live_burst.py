@@ -130,6 +130,83 @@ def test_rename_while_waiting_for_conversion_leaves_no_failed_row(tmp_path: Path
             indexer.release()
 
 
+def test_a_file_put_in_place_of_a_lookalike_is_read(tmp_path: Path):
+    """Files written in the same clock tick with the same size have the same size and mtime (the
+    kernel's timestamps are coarse unless someone looks at them in between). A file renamed onto
+    an indexed one, or saved over it through a temp name, must not pass for it. os.utime makes
+    the likeness certain here."""
+    from deskdex.converters.limits import Limits
+    from deskdex.index import Collection
+    from deskdex.pipeline.coalesce import Changed, Moved
+    from deskdex.pipeline.follow import follow
+    from deskdex.pipeline.indexer import Indexer
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    a, b = docs / "a.txt", docs / "b.txt"
+    a.write_text(f"{COMMON} qoldax\n")
+    b.write_text(f"{COMMON} qoldbx\n")
+    stamp = (1_700_000_000_000_000_000, 1_700_000_000_000_000_000)
+    for f in (a, b):
+        os.utime(f, ns=stamp)
+
+    def lookalike(name: str, word: str) -> Path:
+        f = docs / name
+        f.write_text(f"{COMMON} {word}\n")
+        os.utime(f, ns=stamp)
+        return f
+
+    with Collection.open(str(tmp_path / "data"), writable=True) as coll:
+        indexer = Indexer(coll, Limits(), workers=1)
+        try:
+            indexer.update(follow(indexer, [Changed(str(a), True), Changed(str(b), True)], [str(docs)], Excluder()))
+            # Renamed onto a.txt before it was indexed under its own name: nothing to move.
+            os.rename(lookalike("c.txt", "qnewax"), a)
+            # Saved over b.txt through an excluded temp name.
+            os.replace(lookalike(".b.txt.swp", "qnewbx"), b)
+            records = [Moved(str(docs / "c.txt"), str(a)), Changed(str(b), new_file=True)]
+            indexer.update(follow(indexer, records, [str(docs)], Excluder()))
+            coll.commit()
+            for f in (a, b):
+                row = coll.get(f.as_uri())
+                assert row is not None and row.raw_sum == digest(f.read_bytes()), f
+        finally:
+            indexer.release()
+
+
+def test_a_file_swapped_between_its_look_and_its_read_is_recorded_as_read(tmp_path: Path):
+    """The size and mtime recorded with a checksum are those of the bytes read, not of the look
+    before: a row pairing one file's size and mtime with another's bytes passed for up to date
+    wherever the watcher's moves carried it (found by benchmarks/live_burst.py, with swaps)."""
+    from deskdex.converters.limits import Limits
+    from deskdex.index import Collection
+    from deskdex.pipeline.indexer import Indexer
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    p, other = docs / "p.txt", docs / "other.txt"
+    p.write_text(f"{COMMON} short\n")
+    other.write_text(f"{COMMON} a longer text that was elsewhere when p.txt was looked at\n")
+
+    def files() -> Iterator[FileInfo]:
+        st = p.stat()  # the look
+        os.rename(p, docs / "p.tmp")  # then a swap, before the indexer reads p.txt
+        os.rename(other, p)
+        os.rename(docs / "p.tmp", other)
+        yield FileInfo(str(p), st.st_size, st.st_mtime)
+
+    with Collection.open(str(tmp_path / "data"), writable=True) as coll:
+        indexer = Indexer(coll, Limits(), workers=1)
+        try:
+            indexer.update(files())
+            coll.commit()
+            row, st = coll.get(p.as_uri()), p.stat()
+            assert row is not None and row.raw_sum == digest(p.read_bytes())
+            assert (row.size, row.mtime) == (st.st_size, st.st_mtime)
+        finally:
+            indexer.release()
+
+
 def test_queue_counts_the_files_of_the_batch_under_way(tmp_path: Path, home: Path):
     """A folder copied in arrives as one batch; while it is indexed, the queue says how many of its
     files are left (it said 0: the records had left the queue). Every file done is seen from the

@@ -78,7 +78,7 @@ def test_create_modify_delete(watching):
     f.write_text("one")
     with open(f, "a") as fh:
         fh.write(" two")
-    assert sink.settle() == [Changed(str(f))]
+    assert sink.settle() == [Changed(str(f), new_file=True)]
     (root / "docs" / "a.txt").write_text("changed")
     (root / "docs" / "b.txt").unlink()
     assert sorted(sink.settle(), key=repr) == [Changed(p(root, "docs", "a.txt")), Deleted(p(root, "docs", "b.txt"))]
@@ -111,11 +111,11 @@ def test_editor_save_temp_then_rename(watching):
         t = root / "docs" / temp
         t.write_text("saved " + temp)
         os.replace(t, final)
-        assert sink.settle() == [Changed(str(final))], temp
+        assert sink.settle() == [Changed(str(final), new_file=True)], temp
     t = root / "docs" / "a.txt.new"  # an ordinary name: not a move, but looked at
     t.write_text("saved a.txt.new")
     os.replace(t, final)
-    assert sink.settle() == [Deleted(str(t)), Changed(str(final))]
+    assert sink.settle() == [Deleted(str(t)), Changed(str(final), new_file=True)]
 
 
 @linux
@@ -132,7 +132,7 @@ def test_editor_save_then_delete_or_rename_within_the_debounce(watching):
     os.rename(b, root / "docs" / "c.txt")
     assert sorted(sink.settle(), key=repr) == sorted([
         Deleted(str(a)), Moved(str(b), p(root, "docs", "c.txt")), Deleted(p(root, "docs", "b.txt.new")),
-        Changed(p(root, "docs", "c.txt"))], key=repr)
+        Changed(p(root, "docs", "c.txt"), new_file=True)], key=repr)
 
 
 @linux
@@ -141,7 +141,7 @@ def test_backup_rename_then_write(watching):
     final = root / "docs" / "a.txt"
     os.rename(final, root / "docs" / "a.txt~")  # excluded backup name
     final.write_text("new")
-    assert sink.settle() == [Changed(str(final))]
+    assert sink.settle() == [Changed(str(final), new_file=True)]
 
 
 @linux
@@ -152,9 +152,9 @@ def test_move_into_and_out_of_the_tree(tree, watching, tmp_path):
     (outside / "in.txt").write_text("in")
     (outside / "sub" / "deep.txt").write_text("deep")
     shutil.move(str(outside / "in.txt"), str(root / "in.txt"))
-    assert sink.settle() == [Changed(p(root, "in.txt"))]
+    assert sink.settle() == [Changed(p(root, "in.txt"), new_file=True)]
     shutil.move(str(outside / "sub"), str(root / "sub"))
-    assert sink.settle() == [Changed(p(root, "sub", "deep.txt"))]
+    assert sink.settle() == [Changed(p(root, "sub", "deep.txt"), new_file=True)]
     shutil.move(str(root / "docs" / "a.txt"), str(outside / "a.txt"))
     assert sink.settle() == [Deleted(p(root, "docs", "a.txt"))]
     shutil.move(str(root / "docs"), str(outside / "docs"))
@@ -185,7 +185,7 @@ def test_folder_moved_out_and_back_in_keeps_its_events_paths(watching, tmp_path)
     os.rename(root / "docs" / "f", outside / "f")
     assert sink.settle() == [Deleted(p(root, "docs", "f"), is_dir=True)]
     os.rename(outside / "f", root / "g")
-    assert sink.settle() == [Changed(p(root, "g", "x.txt"))]
+    assert sink.settle() == [Changed(p(root, "g", "x.txt"), new_file=True)]
     os.rename(root / "docs", root / "papers")
     assert sink.settle() == [Moved(p(root, "docs"), p(root, "papers"), is_dir=True)]
     (root / "g" / "x.txt").write_text("again")
@@ -207,8 +207,8 @@ def test_folder_moved_in_then_its_parent_renamed(watching, tmp_path):
     time.sleep(0.2)  # both read (and the folder watched) before the rename below
     os.rename(root / "docs", root / "papers")
     got = sink.settle()
-    assert Changed(p(root, "papers", "m", "f.txt")) in got, got
-    assert Changed(p(root, "papers", "m", "sub", "g.txt")) in got, got
+    assert Changed(p(root, "papers", "m", "f.txt"), new_file=True) in got, got
+    assert Changed(p(root, "papers", "m", "sub", "g.txt"), new_file=True) in got, got
 
 
 @linux
@@ -226,7 +226,8 @@ def test_exclusions_and_deskdexignore(watching):
     (root / "docs" / "notes.log").write_text("log")
     (root / "docs" / "keep.txt").write_text("k")
     got = sink.settle()
-    assert got == [Changed(p(root, "docs", "notes.log")), Changed(p(root, "docs", "keep.txt"))]
+    assert got == [Changed(p(root, "docs", "notes.log"), new_file=True),
+                   Changed(p(root, "docs", "keep.txt"), new_file=True)]
     (root / "docs" / ".deskdexignore").write_text("*.log\n")
     assert sink.settle() == [Rescan(p(root, "docs"), "ignore_file")]
     (root / "docs" / "notes.log").write_text("more")
@@ -243,7 +244,7 @@ def test_add_and_remove_roots_at_runtime(tmp_path, watching):
     assert w.add(str(other))
     assert w.roots == sorted([str(root), str(other)])
     (other / "o.txt").write_text("o")
-    assert sink.settle() == [Changed(p(other, "o.txt"))]
+    assert sink.settle() == [Changed(p(other, "o.txt"), new_file=True)]
     w.remove(str(other))
     (other / "o2.txt").write_text("o")
     (root / "docs" / "a.txt").write_text("marker")
@@ -363,9 +364,9 @@ def test_folder_made_then_its_parent_renamed_before_the_watcher_reads(tmp_path):
             os.kill(proc.pid, signal.SIGCONT)
         seen = _lines_until(proc, ["Moved", str(root / "a"), str(root / "b"), True])
         (root / "b" / "x" / "g.txt").write_text("made after")  # is x watched now?
-        seen += _lines_until(proc, ["Changed", str(root / "b" / "x" / "g.txt")])
-        assert ["Changed", str(root / "b" / "x" / "f.txt")] in seen, seen
-        assert ["Changed", str(root / "b" / "x" / "y" / "deep.txt")] in seen, seen
+        seen += _lines_until(proc, ["Changed", str(root / "b" / "x" / "g.txt"), True])
+        assert ["Changed", str(root / "b" / "x" / "f.txt"), True] in seen, seen
+        assert ["Changed", str(root / "b" / "x" / "y" / "deep.txt"), True] in seen, seen
     finally:
         proc.stdin.close()
         proc.wait(timeout=10)
@@ -422,7 +423,7 @@ def test_coalesce_born_folder_moved_carries_files_moved_into_it():
     c.changed("/r/tmpdir/new.txt", created=True)
     c.moved("/r/tmpdir", "/r/final", is_dir=True)
     assert c.drain() == [Moved("/r/old.txt", "/r/final/old.txt"), Deleted("/r/tmpdir", True),
-                         Changed("/r/final/new.txt")]
+                         Changed("/r/final/new.txt", new_file=True)]
 
 
 def test_coalesce_save_over_a_file_then_delete_it():
@@ -438,7 +439,7 @@ def test_coalesce_save_over_a_file_then_rename_it():
     c.changed("/r/a.txt.new", created=True)
     c.moved("/r/a.txt.new", "/r/a.txt")
     c.moved("/r/a.txt", "/r/b.txt")
-    assert c.drain() == [Moved("/r/a.txt", "/r/b.txt"), Deleted("/r/a.txt.new"), Changed("/r/b.txt")]
+    assert c.drain() == [Moved("/r/a.txt", "/r/b.txt"), Deleted("/r/a.txt.new"), Changed("/r/b.txt", new_file=True)]
 
 
 def test_coalesce_rename_chain_then_delete():
@@ -455,7 +456,7 @@ def test_coalesce_a_born_name_renamed_onto_a_born_name_stays_born():
     c.changed("/r/t2", created=True)
     c.moved("/r/t1", "/r/t2")
     c.moved("/r/t2", "/r/final")  # still never known to the catalog: no Moved
-    assert c.drain() == [Deleted("/r/t1"), Deleted("/r/t2"), Changed("/r/final")]
+    assert c.drain() == [Deleted("/r/t1"), Deleted("/r/t2"), Changed("/r/final", new_file=True)]
     assert len(c) == 0
 
 
@@ -464,7 +465,7 @@ def test_coalesce_deleted_then_recreated_then_moved():
     c.deleted("/r/p")
     c.changed("/r/p", created=True)
     c.moved("/r/p", "/r/q")
-    assert c.drain() == [Moved("/r/p", "/r/q"), Changed("/r/q")]
+    assert c.drain() == [Moved("/r/p", "/r/q"), Changed("/r/q", new_file=True)]
 
 
 def test_rules_nested_ignore_files(tmp_path):
