@@ -40,9 +40,10 @@ from deskdex.converters import Limits, display_path
 from deskdex.errors import ConfigError, DeskdexError, Interrupted, StoreError, StoreUnwritable
 from deskdex.index import Collection
 from deskdex.pipeline.coalesce import Changed, Deleted, Moved, Record, Rescan
+from deskdex.pipeline.follow import follow
 from deskdex.pipeline.indexer import Indexer, Summary
 from deskdex.pipeline.progress import with_bar
-from deskdex.pipeline.scan import Excluder, FileInfo, stat_file
+from deskdex.pipeline.scan import Excluder
 from deskdex.settings import Config
 
 from .accounts import AccountWatcher
@@ -309,8 +310,11 @@ class Daemon:
         return self._write_lock
 
     def queue_length(self) -> int:
+        """What is known to be waiting: the watcher's records not handed over yet, the records
+        and rescans queued, and the files of the batch or reconcile under way not done yet."""
+        gathering = self.watcher.pending if self.watcher is not None else 0  # its lock, not ours
         with self._cond:
-            return len(self._records) + len(self._rescan) + self._files_left
+            return gathering + len(self._records) + len(self._rescan) + self._files_left
 
     # -- input -------------------------------------------------------------------------------------
     def enqueue(self, records: list[Record]) -> None:
@@ -529,32 +533,30 @@ class Daemon:
                 self._busy_since = time.monotonic()
 
     def apply(self, records: list[Record], rescans: set[str]) -> None:
+        """Apply a batch of the watcher's records (pipeline/follow.py: moves first, then every
+        path named is looked at on disk), then reconcile the folders to rescan."""
         self.state = "indexing"
+        self._busy_since = time.monotonic()  # the duty cycle's busy time starts now, not at the last reconcile
         excluder = Excluder(self.cfg["exclude"])
         roots = self.folders()
         self._fresh_access()
+        logger.debug("applying %d records, rescans %s: %s", len(records), sorted(rescans), records)
         try:
-            changed: list[FileInfo] = []
+            changes: list[Moved | Deleted | Changed] = []
             for r in records:
-                if isinstance(r, Moved):
-                    if _inside(r.dst, roots):
-                        self.indexer.move(r.src, r.dst)
-                    else:
-                        self.indexer.remove(r.src)
-                elif isinstance(r, Deleted):
-                    if r.path in roots:
-                        self.offline.add(r.path)
-                        self.note(f"{r.path} disappeared: its documents are kept, marked offline")
-                    else:
-                        self.indexer.remove(r.path)
-                elif isinstance(r, Changed):
-                    info = stat_file(r.path)
-                    if info is None:
-                        self.indexer.remove(r.path)
-                    elif not _excluded(r.path, roots, excluder):
-                        changed.append(info)
+                if isinstance(r, Deleted) and r.path in roots:
+                    self.offline.add(r.path)
+                    self.note(f"{r.path} disappeared: its documents are kept, marked offline")
+                elif not isinstance(r, Rescan):
+                    changes.append(r)
+            changed = follow(self.indexer, changes, roots, excluder)
             if changed:
-                self.indexer.update(changed, progress=self._progress)
+                # Counted in the queue until each is done: a folder copied in shows as work to go.
+                self._files_left = len(changed)
+                try:
+                    self.indexer.update(changed, progress=self._progress)
+                finally:
+                    self._files_left = 0
             self.coll.commit()
             for path in rescans:
                 self.reconcile([p for p in roots if p == path or path.startswith(p.rstrip("/") + "/")
@@ -572,14 +574,3 @@ class Daemon:
             self._last_work = time.monotonic()
             if self.stall is None:
                 self.state = "paused" if self.paused else "idle"
-
-
-def _inside(path: str, roots: list[str]) -> bool:
-    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
-
-
-def _excluded(path: str, roots: list[str], excluder: Excluder) -> bool:
-    for r in roots:
-        if path.startswith(r.rstrip("/") + "/"):
-            return excluder.excluded(os.path.relpath(path, r), False)
-    return True  # outside every watched folder

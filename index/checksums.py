@@ -8,6 +8,7 @@ import hashlib
 import re
 import threading
 import unicodedata
+from typing import BinaryIO
 
 from deskdex.converters import open_regular
 from deskdex.errors import Interrupted, SizeLimit, UnreadableFile
@@ -15,28 +16,34 @@ from deskdex.errors import Interrupted, SizeLimit, UnreadableFile
 _WORD = re.compile(r"\w+")
 
 
-def raw_checksum(path: str, limit: int | None = None, stop: threading.Event | None = None,
-                 chunk: int = 1 << 20) -> str:
-    """BLAKE2b of a regular file's bytes, reading at most ``limit`` of them (a file that grew past
-    it since it was listed raises SizeLimit) and giving up with Interrupted as soon as ``stop`` is
-    set: this runs on the daemon's one writer, which must stay answerable to SIGTERM.
-    Raises UnreadableFile (NotRegular for a FIFO, socket or device) rather than blocking."""
+def raw_checksum(path: str, limit: int | None = None, stop: threading.Event | None = None) -> str:
+    """BLAKE2b of a regular file's bytes (see ``raw_checksum_of``). Raises UnreadableFile
+    (NotRegular for a FIFO, socket or device) rather than blocking."""
+    with open_regular(path) as f:
+        return raw_checksum_of(f, limit, stop)
+
+
+def raw_checksum_of(f: BinaryIO, limit: int | None = None, stop: threading.Event | None = None,
+                    chunk: int = 1 << 20) -> str:
+    """The raw checksum of an open file (from where it is to its end), reading at most ``limit``
+    bytes (a file that grew past it since it was listed raises SizeLimit) and giving up with
+    Interrupted as soon as ``stop`` is set: this runs on the daemon's one writer, which must stay
+    answerable to SIGTERM."""
     h = hashlib.blake2b(digest_size=16)
     read = 0
-    with open_regular(path) as f:
-        while True:
-            if stop is not None and stop.is_set():
-                raise Interrupted("stopped while reading a file")
-            try:
-                block = f.read(chunk)
-            except OSError as exc:
-                raise UnreadableFile(f"{exc.strerror or exc} while reading") from exc
-            if not block:
-                break
-            read += len(block)
-            if limit is not None and read > limit:
-                raise SizeLimit(f"grew past the file size limit of {limit} bytes while being read")
-            h.update(block)
+    while True:
+        if stop is not None and stop.is_set():
+            raise Interrupted("stopped while reading a file")
+        try:
+            block = f.read(chunk)
+        except OSError as exc:
+            raise UnreadableFile(f"{exc.strerror or exc} while reading") from exc
+        if not block:
+            break
+        read += len(block)
+        if limit is not None and read > limit:
+            raise SizeLimit(f"grew past the file size limit of {limit} bytes while being read")
+        h.update(block)
     return h.hexdigest()
 
 

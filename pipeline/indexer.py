@@ -16,11 +16,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from deskdex.converters import Limits, Outcome, Source, display_path, path_to_uri, uri_to_path
+from deskdex.converters import Limits, Outcome, Source, display_path, open_regular, path_to_uri, uri_to_path
 from deskdex.errors import TRANSIENT_REASONS, ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
 from deskdex.converters.isolation import WorkerPool
 from deskdex.index import Collection, Row
-from deskdex.index.checksums import raw_checksum
+from deskdex.index.checksums import raw_checksum_of
 
 from .progress import Progress, with_bar
 from .scan import Excluder, FileInfo, walk
@@ -111,7 +111,10 @@ class Indexer:
         try:
             for source, outcomes in self.pool.map(self._to_convert(files, wanted, summary, progress), self.stop):
                 info = wanted.pop(source.uri)
-                self._store(info, outcomes, summary)
+                if outcomes[0].document is None and not os.path.lexists(info.path):
+                    self._gone_since_checksum(info, source.uri, summary)
+                else:
+                    self._store(info, outcomes, summary)
                 if progress:
                     progress(1, info.path)
                 self._maybe_commit()
@@ -218,7 +221,8 @@ class Indexer:
                 return
             uri = path_to_uri(info.path)
             row = self.coll.get(uri)
-            if row is not None and row.size == info.size and abs(row.mtime - info.mtime) < 1e-6 and not _due(row):
+            if row is not None and not info.recheck and row.size == info.size \
+                    and abs(row.mtime - info.mtime) < 1e-6 and not _due(row):
                 summary.unchanged += 1
                 if self.refresh_access(info.path, row):
                     self._maybe_commit()
@@ -226,7 +230,7 @@ class Indexer:
                     progress(1, info.path)
                 continue
             try:
-                raw = self._checksum(info)
+                raw, info = self._checksum(info)
             except Vanished:
                 # Deleted between the scan and now: nothing to index, and no ghost left behind.
                 logger.warning("%s: vanished during the run", display_path(info.path))
@@ -266,9 +270,17 @@ class Indexer:
             summary.bytes += info.size
             yield Source.from_path(info.path)
 
-    def _checksum(self, info: FileInfo) -> str:
-        """The raw checksum, on the writer's thread, so bounded: a FIFO, socket or device is never
-        opened for reading, a file over the size limit never read, and a stop ends the reading."""
+    def _checksum(self, info: FileInfo) -> tuple[str, FileInfo]:
+        """The raw checksum of the file at ``info.path``, with the size and mtime of the file that
+        was read (the descriptor's, before reading), which the row records. The path may hold
+        another file than when it was looked at (a swap through a temp name, between the look and
+        now); a row that paired the look's size and mtime with the other file's bytes passed for up
+        to date wherever the watcher's moves then carried it. A file changed while it is read gets
+        a newer mtime than the one recorded, and is read again at its next look.
+
+        On the writer's thread, so bounded: a FIFO, socket or device is never opened for reading
+        (nor one swapped in since the look: open_regular), a file over the size limit is never
+        read, and a stop ends the reading."""
         if info.special is not None:
             raise NotRegular(f"{info.special}, not a regular file: never read")
         limit = self.limits.file_bytes
@@ -276,7 +288,12 @@ class Indexer:
             raise SizeLimit(f"{info.size} bytes is over the file size limit of {limit}")
         if self.before_read is not None:
             self.before_read(info.path)
-        return raw_checksum(info.path, limit=limit, stop=self.stop)
+        with open_regular(info.path) as f:
+            st = os.fstat(f.fileno())
+            if st.st_size > limit:
+                raise SizeLimit(f"{st.st_size} bytes is over the file size limit of {limit}")
+            raw = raw_checksum_of(f, limit, self.stop)
+        return raw, FileInfo(info.path, st.st_size, st.st_mtime)
 
     def _store(self, info: FileInfo, outcomes: list[Outcome], summary: Summary) -> None:
         uri = outcomes[0].uri
@@ -297,6 +314,18 @@ class Indexer:
             else:
                 summary.members += 1
         self._access.pop(uri, None)
+
+    def _gone_since_checksum(self, info: FileInfo, uri: str, summary: Summary) -> None:
+        """The file went away while it waited for its conversion, which failed for that: not a
+        failure of the file. A failed row would outlive it: the watcher's Moved would carry it to
+        the new name, where its size and mtime match, and the file would never be tried again."""
+        logger.warning("%s: vanished before its conversion", display_path(info.path))
+        self._raw.pop(uri, None)
+        self._access.pop(uri, None)
+        summary.failed["vanished"] += 1
+        summary.failures.append((display_path(info.path), "vanished", "deleted or renamed during the run"))
+        if self.coll.get(uri) is not None:
+            self.coll.delete(uri)
 
     def _fail(self, info: FileInfo, uri: str, parent: str | None, reason: str, message: str, summary: Summary) -> None:
         path = display_path(info.path)

@@ -32,6 +32,9 @@ class FileInfo:
     size: int
     mtime: float
     special: str | None = None  # "a FIFO", "a socket"...: listed to be reported, never read
+    # Its size and mtime prove nothing (another file was put at this path): the indexer reads its
+    # bytes even when they match the catalog's entry.
+    recheck: bool = False
 
 
 def file_info(path: str, st: os.stat_result) -> FileInfo | None:
@@ -57,13 +60,20 @@ class Excluder:
         return self.spec.match_file(rel + "/" if is_dir else rel)
 
 
-def walk(root: str, excluder: Excluder) -> Iterator[FileInfo]:
-    """Every regular file under ``root`` that no pattern excludes (patterns match paths below root)."""
+def walk(root: str, excluder: Excluder, base: str | None = None) -> Iterator[FileInfo]:
+    """Every regular file under ``root`` that no pattern excludes (patterns match paths below
+    ``base``, by default root: a folder inside a watched folder is walked with the watched one's)."""
     root = os.path.abspath(root)
+    # A root given by name is followed if it is a symlink, as `find -H` does; a folder inside a
+    # watched one (``base`` given) is not: symlinks in watched folders are never followed.
+    by_name = base is None
+    base = os.path.abspath(base) if base is not None else root
     try:
-        st = os.stat(root)  # a root given by name is followed if it is a symlink, as `find -H` does
+        st = os.stat(root, follow_symlinks=by_name)
     except OSError as exc:
         logger.warning("cannot read %s: %s", display_path(root), exc.strerror)
+        return
+    if stat.S_ISLNK(st.st_mode):
         return
     if not stat.S_ISDIR(st.st_mode):
         kind = special_kind(st.st_mode)
@@ -78,7 +88,7 @@ def walk(root: str, excluder: Excluder) -> Iterator[FileInfo]:
             logger.warning("cannot list %s: %s", display_path(folder), exc.strerror)
             continue
         for e in sorted(entries, key=lambda e: e.name, reverse=True):
-            rel = os.path.relpath(e.path, root)
+            rel = os.path.relpath(e.path, base)
             try:
                 if e.is_dir(follow_symlinks=False):
                     if not excluder.excluded(rel, True):

@@ -1,7 +1,7 @@
 """Live watching: watchdog events in, debounced and coalesced change records out.
 
 ``Watcher`` hands its sink lists of ``Changed``/``Deleted``/``Moved``/``Rescan`` records
-(daemon/coalesce.py says what each means and in which order to apply them). Excluded paths
+(pipeline/coalesce.py says what each means and in which order to apply them). Excluded paths
 (built-in and configured patterns, ``.deskdexignore`` files) never show up. Lost events (inotify
 queue overflow, watch limit reached) show up as ``Rescan``, never as silence.
 
@@ -104,6 +104,12 @@ class Watcher:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    @property
+    def pending(self) -> int:
+        """Records gathered and not handed over yet (a burst still going on, or its debounce)."""
+        with self._cond:
+            return len(self._coalescer)
+
     # -- folders and exclusions
 
     @property
@@ -198,8 +204,8 @@ class Watcher:
         elif src_out:  # a temp name renamed to its final name: new content
             if is_dir:
                 self._post(lambda c: c.rescan(dst, "moved_in"))
-            else:
-                self._post(lambda c: c.changed(dst, True))
+            else:  # not born: the final name may have been there (an editor's save)
+                self._post(lambda c: c.changed(dst, replaced=True))
         else:
             self._post(lambda c: c.moved(src, dst, is_dir))
 
@@ -275,8 +281,10 @@ def _rescan(path: str, reason: str) -> Callable[[Coalescer], None]:
 def _make_observer(trouble: Callable[[str, str | None], None]) -> BaseObserver:
     """inotify with lost events reported, on Linux; watchdog's platform default elsewhere."""
     try:
-        from watchdog.observers.inotify import InotifyEmitter, InotifyObserver
+        from watchdog.observers.inotify import InotifyObserver
         from watchdog.observers.inotify_c import InotifyFD
+
+        from .inotify import TidyEmitter
     except (ImportError, OSError):  # not Linux
         from watchdog.observers import Observer
 
@@ -300,10 +308,18 @@ def _make_observer(trouble: Callable[[str, str | None], None]) -> BaseObserver:
                     trouble("watch_limit", os.fsdecode(path))
                 raise
 
+        def _add_callback(self, path: bytes, mask: Mask, callback: WatchCallback, id_: CallbackId) -> WatchDescriptor:
+            # watchdog's, without its RuntimeWarning when the callback is there already: a folder
+            # moved out of the tree keeps its inotify watch, and coming back it is added again
+            # (expected, and a warning raised as an error would end this thread).
+            watch = self._get_or_create_watch(path, mask)
+            watch.callbacks[id_] = callback
+            return watch.wd
+
     class TroubleObserver(InotifyObserver):
-        def __init__(self) -> None:  # InotifyObserver.__init__ with our reader
+        def __init__(self) -> None:  # InotifyObserver.__init__ with our reader and emitter
             self._inotify_fd = TroubleFD()
             self._inotify_fd.start()
-            BaseObserver.__init__(self, InotifyEmitter, inotify_fd=self._inotify_fd)
+            BaseObserver.__init__(self, TidyEmitter, inotify_fd=self._inotify_fd)
 
     return TroubleObserver()

@@ -78,20 +78,22 @@ def test_create_modify_delete(watching):
     f.write_text("one")
     with open(f, "a") as fh:
         fh.write(" two")
-    assert sink.settle() == [Changed(str(f))]
+    assert sink.settle() == [Changed(str(f), new_file=True)]
     (root / "docs" / "a.txt").write_text("changed")
     (root / "docs" / "b.txt").unlink()
     assert sorted(sink.settle(), key=repr) == [Changed(p(root, "docs", "a.txt")), Deleted(p(root, "docs", "b.txt"))]
 
 
 @linux
-def test_created_then_deleted_in_one_burst_is_nothing(watching):
+def test_created_then_deleted_in_one_burst_is_only_looked_at(watching):
+    """Nothing to convert, but the path is still named: by the time the daemon applies the batch,
+    an earlier batch (or a reconcile) may have seen the file and indexed it."""
     root, sink, _ = watching
     f = root / "flash.txt"
     f.write_text("x")
     f.unlink()
     (root / "docs" / "a.txt").write_text("marker")
-    assert sink.settle() == [Changed(p(root, "docs", "a.txt"))]
+    assert sink.settle() == [Deleted(str(f)), Changed(p(root, "docs", "a.txt"))]
 
 
 @linux
@@ -105,11 +107,32 @@ def test_rename_is_a_move_not_a_change(watching):
 def test_editor_save_temp_then_rename(watching):
     root, sink, _ = watching
     final = root / "docs" / "a.txt"
-    for temp in ("a.txt.tmp", ".a.txt.swp", "a.txt.new"):  # excluded and ordinary temp names
+    for temp in ("a.txt.tmp", ".a.txt.swp"):  # excluded temp names
         t = root / "docs" / temp
         t.write_text("saved " + temp)
         os.replace(t, final)
-        assert sink.settle() == [Changed(str(final))], temp
+        assert sink.settle() == [Changed(str(final), new_file=True)], temp
+    t = root / "docs" / "a.txt.new"  # an ordinary name: not a move, but looked at
+    t.write_text("saved a.txt.new")
+    os.replace(t, final)
+    assert sink.settle() == [Deleted(str(t)), Changed(str(final), new_file=True)]
+
+
+@linux
+def test_editor_save_then_delete_or_rename_within_the_debounce(watching):
+    """The saved file existed before the burst: it is no temp file, and what the catalog has under
+    its name must go (it was left as a ghost)."""
+    root, sink, _ = watching
+    a, b = root / "docs" / "a.txt", root / "docs" / "b.txt"
+    (root / "docs" / ".a.txt.swp").write_text("saved a")
+    os.replace(root / "docs" / ".a.txt.swp", a)
+    a.unlink()
+    (root / "docs" / "b.txt.new").write_text("saved b")
+    os.replace(root / "docs" / "b.txt.new", b)
+    os.rename(b, root / "docs" / "c.txt")
+    assert sorted(sink.settle(), key=repr) == sorted([
+        Deleted(str(a)), Moved(str(b), p(root, "docs", "c.txt")), Deleted(p(root, "docs", "b.txt.new")),
+        Changed(p(root, "docs", "c.txt"), new_file=True)], key=repr)
 
 
 @linux
@@ -118,7 +141,7 @@ def test_backup_rename_then_write(watching):
     final = root / "docs" / "a.txt"
     os.rename(final, root / "docs" / "a.txt~")  # excluded backup name
     final.write_text("new")
-    assert sink.settle() == [Changed(str(final))]
+    assert sink.settle() == [Changed(str(final), new_file=True)]
 
 
 @linux
@@ -129,9 +152,9 @@ def test_move_into_and_out_of_the_tree(tree, watching, tmp_path):
     (outside / "in.txt").write_text("in")
     (outside / "sub" / "deep.txt").write_text("deep")
     shutil.move(str(outside / "in.txt"), str(root / "in.txt"))
-    assert sink.settle() == [Changed(p(root, "in.txt"))]
+    assert sink.settle() == [Changed(p(root, "in.txt"), new_file=True)]
     shutil.move(str(outside / "sub"), str(root / "sub"))
-    assert sink.settle() == [Changed(p(root, "sub", "deep.txt"))]
+    assert sink.settle() == [Changed(p(root, "sub", "deep.txt"), new_file=True)]
     shutil.move(str(root / "docs" / "a.txt"), str(outside / "a.txt"))
     assert sink.settle() == [Deleted(p(root, "docs", "a.txt"))]
     shutil.move(str(root / "docs"), str(outside / "docs"))
@@ -149,6 +172,46 @@ def test_folder_rename_is_one_move(watching):
 
 
 @linux
+def test_folder_moved_out_and_back_in_keeps_its_events_paths(watching, tmp_path):
+    """watchdog goes on watching a folder moved out of the tree and remembers it under its old
+    path; brought back under another name, its events must name where it is now, also after its
+    old parent is renamed (watchdog rebased the stale entry and sent later events to the old place)."""
+    root, sink, _ = watching
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "docs" / "f").mkdir()
+    (root / "docs" / "f" / "x.txt").write_text("x")
+    sink.settle()
+    os.rename(root / "docs" / "f", outside / "f")
+    assert sink.settle() == [Deleted(p(root, "docs", "f"), is_dir=True)]
+    os.rename(outside / "f", root / "g")
+    assert sink.settle() == [Changed(p(root, "g", "x.txt"), new_file=True)]
+    os.rename(root / "docs", root / "papers")
+    assert sink.settle() == [Moved(p(root, "docs"), p(root, "papers"), is_dir=True)]
+    (root / "g" / "x.txt").write_text("again")
+    assert sink.settle() == [Changed(p(root, "g", "x.txt"))]
+
+
+@linux
+def test_folder_moved_in_then_its_parent_renamed(watching, tmp_path):
+    """What a folder moved in holds was listed when watchdog handed the event over, by its path
+    then: a parent renamed in between (here while a move out waits 0.5 s for its pair, holding
+    back the events behind it) left the folder's files unreported."""
+    root, sink, _ = watching
+    outside = tmp_path / "outside"
+    (outside / "m" / "sub").mkdir(parents=True)
+    (outside / "m" / "f.txt").write_text("f")
+    (outside / "m" / "sub" / "g.txt").write_text("g")
+    os.rename(root / "docs" / "b.txt", outside / "b.txt")  # unpaired: watchdog holds it 0.5 s
+    os.rename(outside / "m", root / "docs" / "m")
+    time.sleep(0.2)  # both read (and the folder watched) before the rename below
+    os.rename(root / "docs", root / "papers")
+    got = sink.settle()
+    assert Changed(p(root, "papers", "m", "f.txt"), new_file=True) in got, got
+    assert Changed(p(root, "papers", "m", "sub", "g.txt"), new_file=True) in got, got
+
+
+@linux
 def test_folder_deleted(watching):
     root, sink, _ = watching
     shutil.rmtree(root / "docs")
@@ -163,7 +226,8 @@ def test_exclusions_and_deskdexignore(watching):
     (root / "docs" / "notes.log").write_text("log")
     (root / "docs" / "keep.txt").write_text("k")
     got = sink.settle()
-    assert got == [Changed(p(root, "docs", "notes.log")), Changed(p(root, "docs", "keep.txt"))]
+    assert got == [Changed(p(root, "docs", "notes.log"), new_file=True),
+                   Changed(p(root, "docs", "keep.txt"), new_file=True)]
     (root / "docs" / ".deskdexignore").write_text("*.log\n")
     assert sink.settle() == [Rescan(p(root, "docs"), "ignore_file")]
     (root / "docs" / "notes.log").write_text("more")
@@ -180,7 +244,7 @@ def test_add_and_remove_roots_at_runtime(tmp_path, watching):
     assert w.add(str(other))
     assert w.roots == sorted([str(root), str(other)])
     (other / "o.txt").write_text("o")
-    assert sink.settle() == [Changed(p(other, "o.txt"))]
+    assert sink.settle() == [Changed(p(other, "o.txt"), new_file=True)]
     w.remove(str(other))
     (other / "o2.txt").write_text("o")
     (root / "docs" / "a.txt").write_text("marker")
@@ -281,6 +345,35 @@ def test_queue_overflow_asks_for_a_rescan(tmp_path):
 
 
 @linux
+def test_folder_made_then_its_parent_renamed_before_the_watcher_reads(tmp_path):
+    """A folder made, filled, and its parent renamed before the watcher reads the events: the
+    watch for the new folder is asked for at a path that is gone (watchdog gave up silently, and
+    nothing under that folder was ever reported). Frozen with SIGSTOP, so the order is certain."""
+    root = tmp_path / "w"
+    (root / "a").mkdir(parents=True)
+    proc = _child([str(root)])
+    try:
+        _lines_until(proc, ["ready"])
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            (root / "a" / "x" / "y").mkdir(parents=True)
+            (root / "a" / "x" / "f.txt").write_text("made before the rename")
+            (root / "a" / "x" / "y" / "deep.txt").write_text("made before the rename")
+            os.rename(root / "a", root / "b")
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        seen = _lines_until(proc, ["Moved", str(root / "a"), str(root / "b"), True])
+        (root / "b" / "x" / "g.txt").write_text("made after")  # is x watched now?
+        seen += _lines_until(proc, ["Changed", str(root / "b" / "x" / "g.txt"), True])
+        assert ["Changed", str(root / "b" / "x" / "f.txt"), True] in seen, seen
+        assert ["Changed", str(root / "b" / "x" / "y" / "deep.txt"), True] in seen, seen
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+
+
+@linux
 def test_watch_limit_asks_for_a_rescan(tmp_path):
     """ENOSPC for real: a user namespace whose inotify watch limit is 3 (leaves the host alone)."""
     if not shutil.which("unshare"):
@@ -329,7 +422,42 @@ def test_coalesce_born_folder_moved_carries_files_moved_into_it():
     c.moved("/r/old.txt", "/r/tmpdir/old.txt")
     c.changed("/r/tmpdir/new.txt", created=True)
     c.moved("/r/tmpdir", "/r/final", is_dir=True)
-    assert c.drain() == [Moved("/r/old.txt", "/r/final/old.txt"), Changed("/r/final/new.txt")]
+    assert c.drain() == [Moved("/r/old.txt", "/r/final/old.txt"), Deleted("/r/tmpdir", True),
+                         Changed("/r/final/new.txt", new_file=True)]
+
+
+def test_coalesce_save_over_a_file_then_delete_it():
+    c = Coalescer()
+    c.changed("/r/a.txt.new", created=True)
+    c.moved("/r/a.txt.new", "/r/a.txt")  # a.txt existed: the catalog has it
+    c.deleted("/r/a.txt")
+    assert c.drain() == [Deleted("/r/a.txt.new"), Deleted("/r/a.txt")]
+
+
+def test_coalesce_save_over_a_file_then_rename_it():
+    c = Coalescer()
+    c.changed("/r/a.txt.new", created=True)
+    c.moved("/r/a.txt.new", "/r/a.txt")
+    c.moved("/r/a.txt", "/r/b.txt")
+    assert c.drain() == [Moved("/r/a.txt", "/r/b.txt"), Deleted("/r/a.txt.new"), Changed("/r/b.txt", new_file=True)]
+
+
+def test_coalesce_rename_chain_then_delete():
+    c = Coalescer()
+    c.moved("/r/a", "/r/b")
+    c.moved("/r/b", "/r/c")
+    c.deleted("/r/c")
+    assert c.drain() == [Moved("/r/a", "/r/b"), Moved("/r/b", "/r/c"), Deleted("/r/c")]
+
+
+def test_coalesce_a_born_name_renamed_onto_a_born_name_stays_born():
+    c = Coalescer()
+    c.changed("/r/t1", created=True)
+    c.changed("/r/t2", created=True)
+    c.moved("/r/t1", "/r/t2")
+    c.moved("/r/t2", "/r/final")  # still never known to the catalog: no Moved
+    assert c.drain() == [Deleted("/r/t1"), Deleted("/r/t2"), Changed("/r/final", new_file=True)]
+    assert len(c) == 0
 
 
 def test_coalesce_deleted_then_recreated_then_moved():
@@ -337,7 +465,7 @@ def test_coalesce_deleted_then_recreated_then_moved():
     c.deleted("/r/p")
     c.changed("/r/p", created=True)
     c.moved("/r/p", "/r/q")
-    assert c.drain() == [Moved("/r/p", "/r/q"), Changed("/r/q")]
+    assert c.drain() == [Moved("/r/p", "/r/q"), Changed("/r/q", new_file=True)]
 
 
 def test_rules_nested_ignore_files(tmp_path):
