@@ -53,6 +53,11 @@ logger = logging.getLogger(__name__)
 
 # Seconds before trying a store that cannot be written again: the first wait, doubled after each
 # failure up to the last.
+# Seconds after a folder appears (made, moved in) before it is walked once more. Its inotify watch is
+# set up after the event that made it known, and watchdog lists what it holds by walking it: a
+# file written into it in between (a copy, an unpacked archive) has no event of its own.
+RELOOK_AFTER = 2.0
+
 RETRY_FIRST = 1.0
 RETRY_MOST = 60.0
 
@@ -86,6 +91,7 @@ class Daemon:
         self._records: list[Record] = []
         self._rescan: set[str] = set()
         self._jobs: list[_IndexJob] = []
+        self._relook: dict[str, float] = {}  # folders that appeared -> when to walk them once more (monotonic)
         self._retry_asked: list[str | None] = []  # ``deskdex retry [PATH]``s not yet taken up
         self._next_retry: float | None = None  # the earliest scheduled retry under the folders (epoch s)
         self._cond = threading.Condition()
@@ -219,10 +225,11 @@ class Daemon:
                     rescans, self._rescan = self._rescan, set()
                     jobs, self._jobs = self._jobs, []
                     asked, self._retry_asked = self._retry_asked, []
+                    relooks = self._due_relooks()
                 with self._write_lock:
                     started = time.time()
                     retries = self._due_retries(asked, started)
-                    self.apply(records + retries, rescans)
+                    self.apply([*records, *retries, *relooks], rescans, relooked={r.path for r in relooks})
                     self._schedule_retries(retries, started)
                     for job in jobs:
                         self._run_job(job)
@@ -243,7 +250,18 @@ class Daemon:
         # What a user asks for by name (`deskdex index PATH`) is done even while paused.
         return bool(self._jobs) or not self.paused and not self._battery_hold() and bool(
             self._records or self._rescan or self._check_accounts or self.coll.failed or self._retry_asked
-            or self._retry_due())
+            or self._retry_due() or self._relook_due())
+
+    def _relook_due(self) -> bool:
+        return any(t <= time.monotonic() for t in self._relook.values())
+
+    def _due_relooks(self) -> list[Changed]:
+        """The folders whose second look is due, as records (under the condition's lock)."""
+        now = time.monotonic()
+        due = sorted(p for p, t in self._relook.items() if t <= now)
+        for p in due:
+            del self._relook[p]
+        return [Changed(p) for p in due]
 
     def _retry_due(self) -> bool:
         return self._next_retry is not None and self._next_retry <= time.time()
@@ -273,6 +291,8 @@ class Daemon:
         waits = []
         if self._holding():
             waits.append(max(0.1, self._last_work + float(self.cfg["release_after"]) - time.monotonic()))
+        if self._relook and not self.paused:
+            waits.append(max(0.05, min(self._relook.values()) - time.monotonic()))
         if self._next_retry is not None and not self.paused:
             # At most an hour: the wait's clock stops while the computer sleeps, the retry's does not.
             waits.append(min(3600.0, max(0.1, self._next_retry - time.time())))
@@ -311,10 +331,11 @@ class Daemon:
 
     def queue_length(self) -> int:
         """What is known to be waiting: the watcher's records not handed over yet, the records
-        and rescans queued, and the files of the batch or reconcile under way not done yet."""
+        and rescans queued, the folders to look at once more, and the files of the batch or
+        reconcile under way not done yet."""
         gathering = self.watcher.pending if self.watcher is not None else 0  # its lock, not ours
         with self._cond:
-            return gathering + len(self._records) + len(self._rescan) + self._files_left
+            return gathering + len(self._records) + len(self._rescan) + len(self._relook) + self._files_left
 
     # -- input -------------------------------------------------------------------------------------
     def enqueue(self, records: list[Record]) -> None:
@@ -532,9 +553,11 @@ class Daemon:
                 self._stop.wait(busy * (100.0 / budget - 1.0))
                 self._busy_since = time.monotonic()
 
-    def apply(self, records: list[Record], rescans: set[str]) -> None:
+    def apply(self, records: list[Record], rescans: set[str], relooked: set[str] | None = None) -> None:
         """Apply a batch of the watcher's records (pipeline/follow.py: moves first, then every
-        path named is looked at on disk), then reconcile the folders to rescan."""
+        path named is looked at on disk), then reconcile the folders to rescan. A folder walked
+        is walked once more RELOOK_AFTER seconds later, unless this was that second look (its
+        path in ``relooked``)."""
         self.state = "indexing"
         self._busy_since = time.monotonic()  # the duty cycle's busy time starts now, not at the last reconcile
         excluder = Excluder(self.cfg["exclude"])
@@ -549,7 +572,13 @@ class Daemon:
                     self.note(f"{r.path} disappeared: its documents are kept, marked offline")
                 elif not isinstance(r, Rescan):
                     changes.append(r)
-            changed = follow(self.indexer, changes, roots, excluder)
+            walked: list[str] = []
+            changed = follow(self.indexer, changes, roots, excluder, walked)
+            again = [f for f in walked if f not in roots and f not in (relooked or ())]
+            if again:
+                with self._cond:
+                    due = time.monotonic() + RELOOK_AFTER
+                    self._relook.update((folder, due) for folder in again)
             if changed:
                 # Counted in the queue until each is done: a folder copied in shows as work to go.
                 self._files_left = len(changed)

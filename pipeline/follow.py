@@ -35,9 +35,10 @@ from .scan import Excluder, FileInfo, file_info, walk
 
 
 def follow(indexer: Indexer, records: Iterable[Moved | Deleted | Changed], roots: list[str],
-           excluder: Excluder) -> list[FileInfo]:
+           excluder: Excluder, walked: list[str] | None = None) -> list[FileInfo]:
     """Apply the moves of ``records`` and bring every path they name in line with the disk;
-    returns the files to update (the caller converts them, with its progress and queue count)."""
+    returns the files to update (the caller converts them, with its progress and queue count).
+    The folders walked on the way are added to ``walked``."""
     # The paths to look at, in order, each with whether a record said it went away: such a path
     # outside every watched folder (a folder no longer watched) is removed; another is left alone
     # (the catalog may hold files `deskdex index` was given, and no record may take them away).
@@ -66,12 +67,12 @@ def follow(indexer: Indexer, records: Iterable[Moved | Deleted | Changed], roots
                 indexer.remove(path)
                 done.add(path)
         elif not _below_any(path, done):
-            files.extend(_look(indexer, path, root, excluder, done, recheck))
+            files.extend(_look(indexer, path, root, excluder, done, recheck, walked))
     return files
 
 
 def _look(indexer: Indexer, path: str, root: str, excluder: Excluder, done: set[str],
-          recheck: set[str]) -> list[FileInfo]:
+          recheck: set[str], walked: list[str] | None) -> list[FileInfo]:
     try:
         st = os.lstat(path)
     except OSError:
@@ -85,6 +86,8 @@ def _look(indexer: Indexer, path: str, root: str, excluder: Excluder, done: set[
     elif st is not None and stat.S_ISDIR(st.st_mode):
         if path == root or not excluder.excluded(rel, True):
             done.add(path)
+            if walked is not None:
+                walked.append(path)
             found = [replace(f, recheck=True) if f.path in recheck else f for f in walk(path, excluder, base=root)]
             _remove_below(indexer, path, keep={path_to_uri(f.path) for f in found})
             uri = path_to_uri(path)
