@@ -50,7 +50,8 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def _index_by_daemon(socket_path: str, paths: list[str], progress: bool) -> dict[str, Any] | None:
     """The summary of the running daemon indexing ``paths``; None when no daemon runs. While it
-    works, a bar shows the files it has to go (from ``status``, asked on a second connection)."""
+    works, a line on a terminal shows the files it has to go (from ``status``, asked on a second
+    connection)."""
     import shutil
     import threading
 

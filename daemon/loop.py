@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
 from deskdex import settings
-from deskdex.converters import Limits, display_path
+from deskdex.converters import display_path
 from deskdex.errors import ConfigError, DeskdexError, Interrupted, StoreError, StoreUnwritable
 from deskdex.index import Collection
 from deskdex.pipeline.coalesce import Changed, Deleted, Moved, Record, Rescan
@@ -51,13 +51,13 @@ from .crawls import CrawlScheduler
 
 logger = logging.getLogger(__name__)
 
-# Seconds before trying a store that cannot be written again: the first wait, doubled after each
-# failure up to the last.
 # Seconds after a folder appears (made, moved in) before it is walked once more. Its inotify watch is
 # set up after the event that made it known, and watchdog lists what it holds by walking it: a
 # file written into it in between (a copy, an unpacked archive) has no event of its own.
 RELOOK_AFTER = 2.0
 
+# Seconds before trying a store that cannot be written again: the first wait, doubled after each
+# failure up to the last.
 RETRY_FIRST = 1.0
 RETRY_MOST = 60.0
 
@@ -106,10 +106,8 @@ class Daemon:
         self.reader = Collection.open(cfg.home.data_dir)
         self._read_lock = threading.Lock()
         self._write_lock = threading.RLock()  # the one writer: file changes and crawled pages take turns
-        self.limits = Limits.from_settings(cfg)
-        self.indexer = Indexer(self.coll, self.limits, workers=int(cfg["workers"]), idle=True,
-                               commit_every=int(cfg["commit_every"]), commit_seconds=float(cfg["commit_seconds"]),
-                               stop=self._stop, overrides=cfg["converters"], retry_first=float(cfg["retry_first"]))
+        self.indexer = Indexer.from_settings(self.coll, cfg, workers=int(cfg["workers"]), idle=True, stop=self._stop)
+        self.limits = self.indexer.limits
         self.watcher: Any = None
         self.accounts = AccountWatcher(cfg["accounts"], self._ask_accounts_check) if system else None
         # Crawls: the configured sites' upkeep, and those clients hand over the socket (asked for

@@ -83,6 +83,14 @@ class Indexer:
         # here, to check the time-of-check to time-of-use case without racing.
         self.before_read: Callable[[str], None] | None = None
 
+    @classmethod
+    def from_settings(cls, coll: Collection, cfg: Config, workers: int, idle: bool,
+                      stop: threading.Event | None = None) -> Indexer:
+        """An indexer with ``cfg``'s limits, converters, commit batches and retry back-off."""
+        return cls(coll, Limits.from_settings(cfg), workers=workers, idle=idle,
+                   commit_every=int(cfg["commit_every"]), commit_seconds=float(cfg["commit_seconds"]),
+                   stop=stop, overrides=cfg["converters"], retry_first=float(cfg["retry_first"]))
+
     def scan(self, roots: Iterable[str], excludes: Iterable[str] = ()) -> list[FileInfo]:
         excluder = Excluder(excludes)
         return [f for root in roots for f in walk(root, excluder)]
@@ -112,7 +120,7 @@ class Indexer:
             for source, outcomes in self.pool.map(self._to_convert(files, wanted, summary, progress), self.stop):
                 info = wanted.pop(source.uri)
                 if outcomes[0].document is None and not os.path.lexists(info.path):
-                    self._gone_since_checksum(info, source.uri, summary)
+                    self._vanished(info, source.uri, summary)
                 else:
                     self._store(info, outcomes, summary)
                 if progress:
@@ -232,12 +240,7 @@ class Indexer:
             try:
                 raw, info = self._checksum(info)
             except Vanished:
-                # Deleted between the scan and now: nothing to index, and no ghost left behind.
-                logger.warning("%s: vanished during the run", display_path(info.path))
-                summary.failed["vanished"] += 1
-                summary.failures.append((display_path(info.path), "vanished", "deleted during the run"))
-                if row is not None:
-                    self.coll.delete(uri)
+                self._vanished(info, uri, summary)
                 if progress:
                     progress(1, info.path)
                 continue
@@ -315,11 +318,12 @@ class Indexer:
                 summary.members += 1
         self._access.pop(uri, None)
 
-    def _gone_since_checksum(self, info: FileInfo, uri: str, summary: Summary) -> None:
-        """The file went away while it waited for its conversion, which failed for that: not a
-        failure of the file. A failed row would outlive it: the watcher's Moved would carry it to
-        the new name, where its size and mtime match, and the file would never be tried again."""
-        logger.warning("%s: vanished before its conversion", display_path(info.path))
+    def _vanished(self, info: FileInfo, uri: str, summary: Summary) -> None:
+        """The file went away (deleted or renamed) between the scan and its checksum, or while it
+        waited for its conversion, which failed for that: not a failure of the file, and no row
+        left behind. A failed row would outlive it: the watcher's Moved would carry it to the new
+        name, where its size and mtime match, and the file would never be tried again."""
+        logger.warning("%s: vanished during the run", display_path(info.path))
         self._raw.pop(uri, None)
         self._access.pop(uri, None)
         summary.failed["vanished"] += 1
@@ -383,9 +387,7 @@ def _due(row: Row) -> bool:
 def index_once(cfg: Config, roots: list[str], workers: int, progress: bool) -> Summary:
     """``deskdex index``: bring the index in line with ``roots`` once, at normal priority."""
     with Collection.from_settings(cfg, writable=True) as coll:
-        indexer = Indexer(coll, Limits.from_settings(cfg), workers=workers, idle=False,
-                          commit_every=cfg["commit_every"], commit_seconds=cfg["commit_seconds"],
-                          overrides=cfg["converters"], retry_first=cfg["retry_first"])
+        indexer = Indexer.from_settings(coll, cfg, workers=workers, idle=False)
         files = indexer.scan(roots, cfg["exclude"])
         with with_bar(len(files) if progress else 0, min_total=1) as shown:
             return indexer.sync(roots, files, progress=shown)
@@ -395,9 +397,7 @@ def retry_once(cfg: Config, under: str | None, workers: int, progress: bool) -> 
     """``deskdex retry [PATH]`` with no daemon running: convert again, now, every transient failure
     at or under ``under`` (None: all). Returns how many there were, and the summary."""
     with Collection.from_settings(cfg, writable=True) as coll:
-        indexer = Indexer(coll, Limits.from_settings(cfg), workers=workers, idle=False,
-                          commit_every=cfg["commit_every"], commit_seconds=cfg["commit_seconds"],
-                          overrides=cfg["converters"], retry_first=cfg["retry_first"])
+        indexer = Indexer.from_settings(coll, cfg, workers=workers, idle=False)
         scope = None if under is None else [under]
         indexer.retry_if_changed()
         coll.retry_now(scope, time.time())

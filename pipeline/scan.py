@@ -44,14 +44,6 @@ def file_info(path: str, st: os.stat_result) -> FileInfo | None:
     return FileInfo(path, st.st_size if stat.S_ISREG(st.st_mode) else 0, st.st_mtime, special_kind(st.st_mode))
 
 
-def stat_file(path: str) -> FileInfo | None:
-    """``file_info`` of ``path`` now; None when it is gone, a folder or a symlink."""
-    try:
-        return file_info(path, os.stat(path, follow_symlinks=False))
-    except OSError:
-        return None
-
-
 class Excluder:
     def __init__(self, patterns: Iterable[str] = ()) -> None:
         self.spec = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *patterns])
@@ -73,11 +65,10 @@ def walk(root: str, excluder: Excluder, base: str | None = None) -> Iterator[Fil
     except OSError as exc:
         logger.warning("cannot read %s: %s", display_path(root), exc.strerror)
         return
-    if stat.S_ISLNK(st.st_mode):
-        return
     if not stat.S_ISDIR(st.st_mode):
-        kind = special_kind(st.st_mode)
-        yield FileInfo(root, st.st_size if kind is None else 0, st.st_mtime, kind)
+        info = file_info(root, st)  # None for a symlink that was not to be followed
+        if info is not None:
+            yield info
         return
     stack = [root]
     while stack:
