@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -101,6 +103,16 @@ def no_leftover_processes() -> Iterator[None]:
     assert not left, "processes left running by the tests:\n" + "\n".join(
         f"  {pid} {cmd[:200]} (appeared in {_STARTED_BY.get(pid, 'a fixture or the session')})"
         for pid, cmd in left.items())
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A folder every user can reach (pytest's tmp_path sits in a 0700 folder of root's): for the
+    tests with real accounts (tests/accounts.py)."""
+    d = Path(tempfile.mkdtemp(prefix="deskdex-privacy-", dir="/tmp"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture

@@ -2,10 +2,7 @@
 daemon (`deskdex daemon --system`) serving real accounts, each seeing only what they may read.
 
 The end-to-end test creates real accounts with useradd and runs the real CLI as each of them with
-setpriv. The project's interpreter may sit where other users cannot run it (a pyenv under /root),
-so the clients run under the system's /usr/bin/python3 with a copy of the installed packages the
-command line imports (deskdex, platformdirs, tomli_w and those the parser's crawl commands load) in
-a folder everyone may read.
+setpriv (tests/accounts.py).
 """
 
 from __future__ import annotations
@@ -14,29 +11,20 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-import tempfile
 import time
 import uuid
 import zipfile
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from deskdex.daemon import accounts
 from deskdex.index.access import EVERYONE, Acl, AccessChecker, Principal, decode_acl, reader_terms
 
-from .conftest import ROOT
+from .accounts import IS_ROOT, Users, client_env, client_python, missing_tools, run_as
 from .daemon_fixture import DaemonProcess
 
-IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root: chown to other uids, useradd, setpriv")
-TOOLS = ("useradd", "userdel", "groupadd", "groupdel", "setpriv", "setfacl")
-
-
-def _missing_tools() -> list[str]:
-    return [t for t in TOOLS if shutil.which(t) is None]
 
 
 def test_acl_check_follows_the_kernel_rules():
@@ -54,15 +42,6 @@ def test_acl_check_follows_the_kernel_rules():
     decoded = decode_acl(raw, Acl(502, 502, 0, 0, 0))
     assert decoded.users == ((503, 4),) and decoded.mask == 4 and decoded.user_obj == 6
     assert reader_terms('{"uids":[502,501],"everyone":true}') == [501, 502, EVERYONE] and reader_terms(None) == []
-
-
-@pytest.fixture
-def open_dir() -> Iterator[Path]:
-    """A folder every user can reach (pytest's tmp_path sits in a 0700 folder of root's)."""
-    d = Path(tempfile.mkdtemp(prefix="deskdex-privacy-", dir="/tmp"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 @needs_root
@@ -126,92 +105,15 @@ def test_regular_accounts_are_discovered(open_dir: Path):
         subprocess.run(["userdel", "-r", name], capture_output=True)
 
 
-# -- the enterprise-mode daemon with real accounts ---------------------------------------------
-
-
-class Users:
-    """Two real accounts and a group they share, removed again (with their homes) at the end."""
-
-    def __init__(self) -> None:
-        tag = uuid.uuid4().hex[:6]
-        self.a, self.b, self.c, self.group = f"dxa_{tag}", f"dxb_{tag}", f"dxc_{tag}", f"dxg_{tag}"
-        self.made: list[str] = []
-
-    def add(self, name: str) -> None:
-        self.made.append(name)  # before: a failed useradd may still leave a half-made account
-        subprocess.run(["useradd", "-m", "-s", "/bin/sh", name], check=True, capture_output=True)
-
-    def create(self) -> None:
-        subprocess.run(["groupadd", self.group], check=True, capture_output=True)
-        for name, extra in ((self.a, ["-G", self.group]), (self.b, [])):
-            subprocess.run(["useradd", "-m", "-s", "/bin/sh", *extra, name], check=True, capture_output=True)
-            self.made.append(name)
-
-    def remove(self) -> None:
-        for name in self.made:
-            p = subprocess.run(["userdel", "-r", name], capture_output=True, text=True)
-            if p.returncode not in (0, 12):  # 12: the mail spool was not there
-                print(f"userdel {name}: {p.stderr}", file=sys.stderr)
-        subprocess.run(["groupdel", self.group], capture_output=True)
-
-
-def _client_env(open_dir: Path) -> tuple[str, Path]:
-    """An interpreter any user can run, and a readable copy of every package the CLI imports."""
-    # Which packages: those a fresh interpreter has loaded after building the CLI's parser (which
-    # imports the crawler's commands, and with them httpx, lxml, tantivy) and its client.
-    # platformdirs is imported only where the home is looked up (core/paths.py), so name it.
-    probe = ("import sys, deskdex.clients.cli, platformdirs; deskdex.clients.cli.build_parser(); "
-             "print('\\n'.join(f'{k}={getattr(m, \"__file__\", None) or \"\"}' for k, m in list(sys.modules.items()) "
-             "if '.' not in k and k not in sys.stdlib_module_names))")
-    listed = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    lib = open_dir / "lib"
-    lib.mkdir()
-    for name, path in (line.split("=", 1) for line in listed.splitlines()):
-        if not path or name.startswith(("__", "_distutils_hack")):
-            continue
-        src = Path(path).parent if Path(path).name == "__init__.py" else Path(path)
-        for item in (src, src.parent / f"{name}.libs"):  # .libs: shared libraries a wheel bundles
-            if item.is_dir():
-                shutil.copytree(item, lib / item.name, copy_function=_link_or_copy,
-                                ignore=shutil.ignore_patterns("__pycache__"))
-            elif item.exists():
-                _link_or_copy(str(item), str(lib / item.name))
-    for d, _, _ in os.walk(lib):
-        os.chmod(d, 0o755)
-    return "/usr/bin/python3", lib
-
-
-def _link_or_copy(src: str, dst: str) -> None:
-    """A hard link is instant and readable wherever the original is 0644, whatever its folders."""
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
-    os.chmod(dst, os.stat(dst).st_mode | 0o444)
-
-
-def _as(user: str | None, argv: list[str], lib: Path, home: Path | None) -> subprocess.CompletedProcess[str]:
-    """Run argv as ``user`` (its uid, gid and groups) or, with None, as an account outside the accounts."""
-    if user is None:
-        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-    else:
-        prefix = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups"]
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(lib), "HOME": str(home or "/"), "NO_COLOR": "1",
-           "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run([*prefix, *argv], cwd=lib, env=env, capture_output=True, text=True, timeout=30)
-
-
 @needs_root
 def test_system_daemon_serves_each_user_what_they_may_read(open_dir: Path):
-    missing = _missing_tools()
+    missing = missing_tools()
     if missing:
         pytest.skip(f"missing {', '.join(missing)} (packages passwd, util-linux, acl)")
-    py, lib = _client_env(open_dir)
-    version = subprocess.run([py, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
-                             text=True).stdout.strip() if os.access(py, os.X_OK) else "missing"
-    if version != str(sys.version_info[:2]):
-        pytest.skip(f"{py} is {version}, not Python {sys.version_info[:2]}: no interpreter other users can run "
-                    "the client with (this one's compiled packages need the same version)")
+    py, why = client_python()
+    if py is None:
+        pytest.skip(why)
+    _, lib = client_env(open_dir)
     users = Users()
     daemon = None
     try:
@@ -252,7 +154,7 @@ def test_system_daemon_serves_each_user_what_they_may_read(open_dir: Path):
         assert oct((home / "data").stat().st_mode & 0o777) == "0o700"
 
         def seen(user: str | None) -> set[str]:
-            p = _as(user, [py, "-m", "deskdex", "search", "quokka", "--json", "--limit", "50", "--home", str(home)],
+            p = run_as(user, [py, "-m", "deskdex", "search", "quokka", "--json", "--limit", "50", "--home", str(home)],
                     lib, ha if user == users.a else hb if user == users.b else None)
             assert p.returncode == 0, p.stderr
             return {h["uri"].rsplit("/", 1)[-1] for h in json.loads(p.stdout)["hits"]}
@@ -272,7 +174,7 @@ def test_system_daemon_serves_each_user_what_they_may_read(open_dir: Path):
         claims = [{"op": "search", "query": "quokka", "limit": 50, "reader": pa.pw_uid, "uid": 0},
                   {"op": "search", "query": "quokka", "limit": 50, "peer": [0, 0, 1]},
                   {"op": "pause"}, {"op": "retry"}, {"op": "status", "failures": True}]
-        p = _as(users.b, [py, "-c", spoof, daemon.socket, json.dumps(claims)], lib, hb)
+        p = run_as(users.b, [py, "-c", spoof, daemon.socket, json.dumps(claims)], lib, hb)
         assert p.returncode == 0, p.stderr
         claimed, peer, pause, retry, status = (json.loads(line) for line in p.stdout.splitlines())
         assert claimed["ok"] is False and claimed["error"]["code"] == "bad_args"  # no such arguments
