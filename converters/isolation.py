@@ -26,8 +26,10 @@ from typing import Iterable, Iterator
 
 from deskdex.errors import ConverterCrashed, MemoryLimit, TimeLimit
 
+from . import privilege
 from .convert import Outcome, convert
 from .limits import Limits
+from .privilege import RunAs
 from .source import Source
 
 logger = logging.getLogger(__name__)
@@ -64,7 +66,7 @@ def _ioprio_idle() -> None:
 
 
 def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[str, str] | None,
-                 enrich: str | None) -> None:
+                 enrich: str | None, user: RunAs | None = None) -> None:
     import importlib
     import resource
 
@@ -73,13 +75,18 @@ def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[s
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the indexer's to handle, see above
     if idle:
         lower_priority()
-    if limits.memory_bytes:
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
     registry = Registry(overrides=overrides)
     hook = None
     if enrich:
         module, _, func = enrich.partition(":")
         hook = getattr(importlib.import_module(module), func)
+    if user is not None:
+        # Before the memory limit: preloading every converter is this process's largest moment.
+        registry.load_all()
+        privilege.preload()
+        privilege.drop_to(user)
+    if limits.memory_bytes:
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
     while True:
         try:
             source = conn.recv()
@@ -117,6 +124,7 @@ class _Worker:
     tasks: deque[Source] = field(default_factory=deque)  # sent, oldest (converting) first
     deadline: float = 0.0  # for the head task
     started: float = field(default_factory=time.monotonic)
+    user: RunAs | None = None  # whose rights it converts with (enterprise mode); None: the daemon's own
 
 
 class WorkerPool:
@@ -139,13 +147,13 @@ class WorkerPool:
         """The worker processes running now (their CPU time is counted in ``deskdex status``)."""
         return [w.process.pid for w in self._workers if w.process.pid is not None]
 
-    def _spawn(self) -> _Worker:
+    def _spawn(self, user: RunAs | None) -> _Worker:
         parent, child = _CTX.Pipe()
-        p = _CTX.Process(target=_worker_main, args=(child, self.limits, self.idle, self.overrides, self.enrich), daemon=True,
-                         name="deskdex-convert")
+        p = _CTX.Process(target=_worker_main, args=(child, self.limits, self.idle, self.overrides, self.enrich, user),
+                         daemon=True, name="deskdex-convert")
         p.start()
         child.close()
-        w = _Worker(p, parent)
+        w = _Worker(p, parent, user=user)
         self._workers.append(w)
         return w
 
@@ -171,14 +179,21 @@ class WorkerPool:
             w.process.join(2)
             self._retire(w)
 
-    def _free_worker(self) -> _Worker | None:
-        """A worker with room for one more task: an idle one, a new one, or the least loaded."""
-        idle = [w for w in self._workers if not w.tasks]
+    def _free_worker(self, user: RunAs | None) -> _Worker | None:
+        """A worker of ``user``'s with room for one more task: an idle one, a new one, or the least
+        loaded. A worker never changes accounts: when the pool is full, an idle worker of another
+        account ends to make room for one of this account's."""
+        mine = [w for w in self._workers if w.user == user]
+        idle = [w for w in mine if not w.tasks]
         if idle:
             return idle[0]
+        if len(self._workers) >= self.size:
+            other = next((w for w in self._workers if w.user != user and not w.tasks), None)
+            if other is not None and not mine:
+                self._retire(other)
         if len(self._workers) < self.size:
-            return self._spawn()
-        room = [w for w in self._workers if len(w.tasks) < DEPTH]
+            return self._spawn(user)
+        room = [w for w in mine if len(w.tasks) < DEPTH]
         return min(room, key=lambda w: len(w.tasks)) if room else None
 
     def map(self, sources: Iterable[Source], stop: threading.Event | None = None
@@ -199,7 +214,7 @@ class WorkerPool:
                         backlog.append(nxt)
                 if not backlog:
                     break
-                w = self._free_worker()
+                w = self._free_worker(backlog[0].run_as)
                 if w is None:
                     break
                 task = backlog.popleft()

@@ -145,6 +145,15 @@ class Registry:
             conv = self._loaded[handler] = self._load(handler)
         return conv
 
+    def load_all(self) -> None:
+        """Import every converter now (a converter process about to drop to a user who may not
+        read the interpreter's files); a broken one stays turned off, as on first use."""
+        for mime in list(self.by_mime):
+            try:
+                self.converter(mime)
+            except NotConfigured:
+                pass
+
     def _load(self, handler: str) -> Converter:
         module, _, func = handler.partition(":")
         try:

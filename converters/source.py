@@ -6,10 +6,13 @@ import errno
 import os
 import stat
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import quote, unquote_to_bytes, urlsplit
 
 from deskdex.errors import NotRegular, SizeLimit, UnreadableFile, Vanished
+
+if TYPE_CHECKING:
+    from .privilege import RunAs
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,18 +23,21 @@ class Source:
     data: bytes | None = None
     mime: str | None = None  # a hint from outside (HTTP Content-Type); detection may overrule it
     depth: int = 0  # how many containers deep this member is
+    # Enterprise mode: the account whose rights convert it (its converter process runs as that
+    # account, deskdex.converters.privilege), and a symlink at ``path`` is never followed.
+    run_as: RunAs | None = None
 
     @classmethod
-    def from_path(cls, path: str | os.PathLike[str]) -> "Source":
+    def from_path(cls, path: str | os.PathLike[str], run_as: RunAs | None = None) -> "Source":
         p = os.path.abspath(os.fspath(path))
-        return cls(uri=path_to_uri(p), name=display_path(os.path.basename(p)), path=p)
+        return cls(uri=path_to_uri(p), name=display_path(os.path.basename(p)), path=p, run_as=run_as)
 
     def size(self) -> int:
         if self.data is not None:
             return len(self.data)
         assert self.path is not None
         try:
-            st = os.stat(self.path)
+            st = os.stat(self.path, follow_symlinks=self.run_as is None)
         except OSError as exc:
             raise _unreadable(self.path, exc) from exc
         _check_regular(self.path, st)
@@ -44,7 +50,7 @@ class Source:
         if self.data is not None:
             return self.data
         assert self.path is not None
-        with open_regular(self.path) as f:
+        with open_regular(self.path, nofollow=self.run_as is not None) as f:
             try:
                 data = f.read() if limit is None else f.read(limit + 1)
             except OSError as exc:
@@ -57,7 +63,7 @@ class Source:
         if self.data is not None:
             return self.data[:n]
         assert self.path is not None
-        with open_regular(self.path) as f:
+        with open_regular(self.path, nofollow=self.run_as is not None) as f:
             try:
                 return f.read(n)
             except OSError as exc:
@@ -70,7 +76,7 @@ class Source:
 
             return io.BytesIO(self.data)
         assert self.path is not None
-        return open_regular(self.path)
+        return open_regular(self.path, nofollow=self.run_as is not None)
 
     def child(self, inner: str, data: bytes, mime: str | None = None) -> "Source":
         """A member of this container, addressed as ``parent#inner/path``."""
@@ -81,7 +87,7 @@ class Source:
 
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"), (stat.S_ISLNK, "a symbolic link"))
 
 
 def special_kind(mode: int) -> str | None:
@@ -97,14 +103,20 @@ def _check_regular(path: str, st: os.stat_result) -> None:
         raise NotRegular(f"{kind}, not a regular file: {display_path(path)}")
 
 
-def open_regular(path: str) -> BinaryIO:
+def open_regular(path: str, nofollow: bool = False) -> BinaryIO:
     """Open a user's file for reading, the one way every file is opened: without blocking (a file
     swapped for a FIFO since it was listed must not hang the reader), then checked on the open
-    descriptor, so what is read is what was checked. Raises UnreadableFile (NotRegular for a FIFO,
-    socket or device)."""
+    descriptor, so what is read is what was checked. ``nofollow``: a symlink at ``path`` is
+    refused (enterprise mode: symlinks are never followed out of the home that holds them).
+    Raises UnreadableFile (NotRegular for a FIFO, socket, device or refused symlink)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    if nofollow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+        fd = os.open(path, flags)
     except OSError as exc:
+        if nofollow and exc.errno == errno.ELOOP:
+            raise NotRegular(f"a symbolic link, not followed: {display_path(path)}") from exc
         raise _unreadable(path, exc) from exc
     try:
         st = os.fstat(fd)

@@ -104,6 +104,11 @@ class NotRegular(UnreadableFile):
     reason = "not_regular"
 
 
+class PrivilegeError(UnreadableFile):
+    """Enterprise mode: the daemon could not take the rights of the account a file is read as (or
+    give root's back), so the file is not read at all (deskdex.converters.privilege)."""
+
+
 class CorruptFile(ConversionError):
     reason = "corrupt"
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import threading
 from typing import Any, Callable, Iterable
 
+from deskdex.converters.privilege import NOBODY, RunAs
 from deskdex.index.access import AccessChecker, Principal
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,10 @@ class Account:
     @property
     def principal(self) -> Principal:
         return Principal(self.uid, self.groups)
+
+    @property
+    def run_as(self) -> RunAs:
+        return RunAs(self.uid, self.gid, tuple(sorted(self.groups)))
 
 
 def uid_range(path: str = LOGIN_DEFS) -> tuple[int, int]:
@@ -142,9 +147,20 @@ class AccountWatcher:
     def homes(self) -> list[str]:
         return homes(self.accounts)
 
-    def access_checker(self) -> Callable[[str], tuple[int, str] | None]:
+    def access_checker(self) -> Callable[[str, int | None], tuple[int, str] | None]:
         """Who may read a path, for this pass: folders' permissions are remembered only within one."""
         return AccessChecker(a.principal for a in self.accounts).owner_readers
+
+    def reader_of(self) -> Callable[[str], RunAs]:
+        """Whose rights read a path: the account whose home holds it (the innermost, when homes
+        nest), else nobody's (a configured folder outside every home may hold anyone's files)."""
+        by_home = sorted(((os.path.abspath(a.home).rstrip(os.sep) + os.sep, a.run_as) for a in self.accounts),
+                         key=lambda t: -len(t[0]))
+
+        def reader(path: str) -> RunAs:
+            return next((who for home, who in by_home if path.startswith(home)), NOBODY)
+
+        return reader
 
     def start(self) -> None:
         from watchdog.events import (FileClosedEvent, FileCreatedEvent, FileModifiedEvent, FileMovedEvent,

@@ -126,6 +126,7 @@ class Daemon:
         """A new access checker for each pass: folders' permissions are remembered only within one."""
         if self.accounts is not None:
             self.indexer.access = self.accounts.access_checker()
+            self.indexer.run_as = self.accounts.reader_of()
 
     def _accounts_changed(self) -> None:
         """/etc/passwd or /etc/group changed: watch new homes, drop removed ones, and look again at

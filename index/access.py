@@ -73,12 +73,13 @@ class Acl:
         return self.other & want == want
 
 
-def read_acl(path: str, st: os.stat_result) -> Acl:
-    """The entries of ``path`` (already stat'ed as ``st``): its ACL, or its mode bits."""
+def read_acl(path: str | int, st: os.stat_result) -> Acl:
+    """The entries of ``path`` or of an open descriptor (already stat'ed as ``st``): its ACL, or
+    its mode bits."""
     mode = st.st_mode
     base = Acl(st.st_uid, st.st_gid, (mode >> 6) & 7, (mode >> 3) & 7, mode & 7)
     try:
-        data = os.getxattr(path, _XATTR, follow_symlinks=False)
+        data = os.getxattr(path, _XATTR) if isinstance(path, int) else os.getxattr(path, _XATTR, follow_symlinks=False)
     except OSError as exc:
         if exc.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOENT):
             logger.debug("%s: cannot read its ACL: %s", path, exc)
@@ -144,21 +145,24 @@ class AccessChecker:
         self._everyone = Principal(_NOBODY, frozenset())
         self._dirs: dict[str, tuple[frozenset[int], bool]] = {}
 
-    def readers(self, path: str) -> Access:
+    def readers(self, path: str, fd: int | None = None) -> Access:
+        """Who may read ``path``; given ``fd``, the file open there: its owner, mode and ACL are
+        the descriptor's, so they are those of the file actually read, whatever the path names by
+        now (its folders' are still looked up by path)."""
         path = os.path.abspath(path)
-        st = os.stat(path, follow_symlinks=False)
+        st = os.fstat(fd) if fd is not None else os.stat(path, follow_symlinks=False)
         uids, everyone = self._through(os.path.dirname(path))
-        acl = read_acl(path, st)
+        acl = read_acl(fd if fd is not None else path, st)
         uids = frozenset(p.uid for p in self.principals if p.uid in uids and acl.allows(p, READ))
         everyone = everyone and acl.allows(self._everyone, READ)
         # "everyone" only when no known account is left out (see the module docstring).
         everyone = everyone and all(p.uid in uids for p in self.principals)
         return Access(st.st_uid, uids, everyone)
 
-    def owner_readers(self, path: str) -> tuple[int, str] | None:
+    def owner_readers(self, path: str, fd: int | None = None) -> tuple[int, str] | None:
         """(owner, readers JSON) for a catalog row; None when the file cannot be looked at."""
         try:
-            acc = self.readers(path)
+            acc = self.readers(path, fd)
         except OSError as exc:
             logger.debug("%s: no access information: %s", path, exc)
             return None

@@ -92,7 +92,8 @@ def load(folder: str) -> pathspec.GitIgnoreSpec | None:
     if not os.path.lexists(path):
         return None
     try:
-        with open_regular(path) as f:
+        # As root (enterprise mode) a user's symlink here could name any file: not followed.
+        with open_regular(path, nofollow=os.geteuid() == 0) as f:
             lines = f.read(MAX_IGNORE_BYTES).decode("utf-8", "replace").splitlines()
     except UnreadableFile as exc:
         logger.warning("cannot read %s: %s", display_path(path), exc)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 from deskdex.converters import Limits, Outcome, Source, display_path, open_regular, path_to_uri, uri_to_path
 from deskdex.errors import TRANSIENT_REASONS, ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
 from deskdex.converters.isolation import WorkerPool
+from deskdex.converters.privilege import RunAs, as_user
 from deskdex.index import Collection, Row
 from deskdex.index.checksums import raw_checksum_of
 
@@ -50,7 +51,9 @@ class Summary:
                 "failures": [{"path": p, "reason": r, "message": m} for p, r, m in self.failures]}
 
 
-AccessOf = Callable[[str], "tuple[int, str] | None"]  # path -> (owner uid, readers JSON), see index/access.py
+# (path, descriptor open there or None) -> (owner uid, readers JSON), see index/access.py
+AccessOf = Callable[[str, "int | None"], "tuple[int, str] | None"]
+RunAsOf = Callable[[str], RunAs]  # path -> the account whose rights read it (enterprise mode)
 
 RETRY_MOST = 86400.0  # the longest back-off before a transient failure is tried again: a day
 
@@ -79,6 +82,9 @@ class Indexer:
         # without converting anything.
         self.access: AccessOf | None = None
         self._access: dict[str, tuple[int, str] | None] = {}
+        # Enterprise mode: every read of a file is made with the rights of the account whose home
+        # holds it, never root's (deskdex.converters.privilege), symlinks not followed.
+        self.run_as: RunAsOf | None = None
         # Called with each file's path just before it is first read: tests swap a file for a FIFO
         # here, to check the time-of-check to time-of-use case without racing.
         self.before_read: Callable[[str], None] | None = None
@@ -213,7 +219,7 @@ class Indexer:
         row = row or self.coll.get(path_to_uri(path))
         if row is None:
             return False
-        stamp = self.access(path)
+        stamp = self.access(path, None)
         if stamp is None or (row.owner, row.readers) == stamp:
             return False
         for r in [row] + [c for u in self.coll.catalog.descendants(row.uri) if (c := self.coll.get(u)) is not None]:
@@ -237,8 +243,9 @@ class Indexer:
                 if progress:
                     progress(1, info.path)
                 continue
+            user = self.run_as(info.path) if self.run_as is not None else None
             try:
-                raw, info = self._checksum(info)
+                raw, info = self._checksum(info, uri, user)
             except Vanished:
                 self._vanished(info, uri, summary)
                 if progress:
@@ -250,8 +257,6 @@ class Indexer:
                 if progress:
                     progress(1, info.path)
                 continue
-            if self.access is not None:
-                self._access[uri] = self.access(info.path)
             same = row if row is not None and row.raw_sum == raw and row.status == "ok" else None
             if same is None:
                 same = self.coll.catalog.find_ok_by_raw_sum(raw)
@@ -271,9 +276,9 @@ class Indexer:
             wanted[uri] = FileInfo(info.path, info.size, info.mtime)
             self._raw[uri] = raw
             summary.bytes += info.size
-            yield Source.from_path(info.path)
+            yield Source.from_path(info.path, run_as=user)
 
-    def _checksum(self, info: FileInfo) -> tuple[str, FileInfo]:
+    def _checksum(self, info: FileInfo, uri: str, user: RunAs | None) -> tuple[str, FileInfo]:
         """The raw checksum of the file at ``info.path``, with the size and mtime of the file that
         was read (the descriptor's, before reading), which the row records. The path may hold
         another file than when it was looked at (a swap through a temp name, between the look and
@@ -283,7 +288,11 @@ class Indexer:
 
         On the writer's thread, so bounded: a FIFO, socket or device is never opened for reading
         (nor one swapped in since the look: open_regular), a file over the size limit is never
-        read, and a stop ends the reading."""
+        read, and a stop ends the reading.
+
+        Enterprise mode: opened with ``user``'s rights and without following a symlink; who may
+        read the document (``self._access``) is taken from the descriptor opened, so from the
+        file that was read."""
         if info.special is not None:
             raise NotRegular(f"{info.special}, not a regular file: never read")
         limit = self.limits.file_bytes
@@ -291,8 +300,12 @@ class Indexer:
             raise SizeLimit(f"{info.size} bytes is over the file size limit of {limit}")
         if self.before_read is not None:
             self.before_read(info.path)
-        with open_regular(info.path) as f:
+        with as_user(user):
+            f = open_regular(info.path, nofollow=user is not None)
+        with f:
             st = os.fstat(f.fileno())
+            if self.access is not None:
+                self._access[uri] = self.access(info.path, f.fileno())
             if st.st_size > limit:
                 raise SizeLimit(f"{st.st_size} bytes is over the file size limit of {limit}")
             raw = raw_checksum_of(f, limit, self.stop)
@@ -346,7 +359,7 @@ class Indexer:
             row.attempts = before.attempts + 1 if same and before is not None else 1
             row.retry_at = time.time() + self.backoff(row.attempts)
         if self.access is not None and parent is None and path_to_uri(info.path) not in self._access:
-            self._access[path_to_uri(info.path)] = self.access(info.path)
+            self._access[path_to_uri(info.path)] = self.access(info.path, None)
         self.coll.put(self._stamped(row, path_to_uri(info.path)), None)
 
     def _stamped(self, row: Row, file_uri: str, done: bool = False) -> Row:

@@ -86,7 +86,8 @@ def link_or_copy(src: str, dst: str) -> None:
     os.chmod(dst, os.stat(dst).st_mode | 0o444)
 
 
-def run_as(user: str | None, argv: list[str], lib: Path, home: Path | None) -> subprocess.CompletedProcess[str]:
+def run_as(user: str | None, argv: list[str], lib: Path, home: Path | None,
+           timeout: float = 30) -> subprocess.CompletedProcess[str]:
     """Run argv as ``user`` (its uid, gid and groups) or, with None, as an account outside the accounts."""
     if user is None:
         prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
@@ -94,7 +95,7 @@ def run_as(user: str | None, argv: list[str], lib: Path, home: Path | None) -> s
         prefix = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups"]
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(lib), "HOME": str(home or "/"), "NO_COLOR": "1",
            "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run([*prefix, *argv], cwd=lib, env=env, capture_output=True, text=True, timeout=30)
+    return subprocess.run([*prefix, *argv], cwd=lib, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def client_python() -> tuple[str | None, str]:
