@@ -166,7 +166,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     if args.system and os.geteuid() != 0:
         logging.getLogger(__name__).warning("--system without root: only what this account may read is indexed")
     home = Home.resolve(getattr(args, "home", None), system=args.system).check().ensure(system=args.system)
-    return run_daemon(settings.load(home), once=args.once, system=args.system)
+    problems: list[str] = []  # a setting that does not fit must not keep the daemon from starting
+    return run_daemon(settings.load(home, problems), once=args.once, system=args.system, problems=problems)
 
 
 def cmd_pause_resume(args: argparse.Namespace) -> int:

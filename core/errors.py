@@ -35,7 +35,8 @@
      │    ├── TooLarge              the request line is too long
      │    ├── UnknownOp             no such operation
      │    ├── BadArgs               an argument is missing, unknown or of the wrong type or range
-     │    └── Forbidden             the caller may not do this (enterprise mode: only root changes things)
+     │    ├── Forbidden             the caller may not do this (enterprise mode: only root changes things)
+     │    └── Busy                  the caller holds its share already (connections, searches, request rate)
      ├── DaemonUnavailable          no daemon answers on the socket (client side)
      └── DaemonError                the daemon failed on a request (its log has why), or answered with
                                     a code this client does not know
@@ -279,6 +280,13 @@ class BadArgs(ProtocolError):
 
 class Forbidden(ProtocolError):
     code = "forbidden"
+
+
+class Busy(ProtocolError):
+    """One local user of an enterprise-mode daemon asked for more than their share (connections,
+    searches at once, requests a second): refused at once so that the others are served."""
+
+    code = "busy"
 
 
 class DaemonUnavailable(DeskdexError):

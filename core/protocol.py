@@ -17,6 +17,13 @@ Arguments are checked against ``OPS`` before an op runs (``check_args``): an unk
 missing one, or a value of the wrong type or out of range answers ``bad_args`` and the op never
 sees it.
 
+Every local user of an enterprise-mode daemon may send anything, so every request is bounded
+before it costs much: a line of at most ``MAX_LINE`` bytes, nesting of at most ``MAX_NESTING``
+arrays and objects (checked by the JSON scanner itself, which stops at Python's recursion limit:
+the refusal is ``bad_request``, not a crash), a query of at most ``MAX_QUERY`` characters (and the
+query language's own bounds, deskdex.index.query), ``limit`` and ``offset`` of at most
+``MAX_LIMIT``. A request that breaks one answers an error of this table; none reaches an op.
+
 Light on purpose (no typing, json or dataclasses at run time): the fast path imports it.
 """
 
@@ -52,6 +59,8 @@ if TYPE_CHECKING:
 
 MAX_LINE = 1 << 20  # bytes: a request longer than this is refused, it cannot be one we understand
 MAX_LIMIT = 10_000  # results one search may ask for: tantivy allocates room for them before searching
+MAX_QUERY = 4096  # characters of a query: far above what people type, far below what costs seconds
+MAX_NESTING = 32  # arrays and objects within one another in a request; a request needs 2
 SORTS = ("relevance", "date", "size")
 CRAWL_SCOPES = ("host", "domain", "prefix")  # where a crawl may go from its seeds (deskdex.webcrawl.urls)
 CRAWL_STATES = ("waiting", "crawling", "done", "cancelled", "failed")  # of a crawl job; the last three are final
@@ -62,12 +71,14 @@ REQUIRED = object()  # the default of an argument that must be given
 class Arg:
     """One argument of an op: its JSON type, default (REQUIRED if none), bounds and meaning."""
 
-    __slots__ = ("name", "kind", "default", "doc", "minimum", "maximum", "choices", "nullable")
+    __slots__ = ("name", "kind", "default", "doc", "minimum", "maximum", "choices", "nullable", "longest")
 
     def __init__(self, name: str, kind: type, default: Any, doc: str, *, minimum: int | None = None,
-                 maximum: int | None = None, choices: tuple[str, ...] = (), nullable: bool = False) -> None:
+                 maximum: int | None = None, choices: tuple[str, ...] = (), nullable: bool = False,
+                 longest: int | None = None) -> None:
         self.name, self.kind, self.default, self.doc = name, kind, default, doc
         self.minimum, self.maximum, self.choices, self.nullable = minimum, maximum, choices, nullable
+        self.longest = longest  # a string's characters at most
 
     def check(self, op: str, value: Any) -> Any:
         """``value`` if it fits, else BadArgs saying why."""
@@ -82,6 +93,8 @@ class Arg:
             raise errors.BadArgs(f"{op}: {self.name} must be at least {self.minimum}, not {value}")
         if self.maximum is not None and isinstance(value, (int, float)) and value > self.maximum:
             raise errors.BadArgs(f"{op}: {self.name} must be at most {self.maximum}, not {value}")
+        if self.longest is not None and isinstance(value, str) and len(value) > self.longest:
+            raise errors.BadArgs(f"{op}: {self.name} must be at most {self.longest} characters, not {len(value)}")
         if self.choices and value not in self.choices:
             raise errors.BadArgs(f"{op}: {self.name} must be one of {', '.join(self.choices)}, not {value!r}")
         if isinstance(value, list) and not all(isinstance(v, str) for v in value):
@@ -126,7 +139,7 @@ OPS: dict[str, Op] = {op.name: op for op in (
     Op("search", "Ranked hits: {total, hits: [{uri, path, title, snippet, highlights, score, mime, mtime, size, "
                  "ext, source, cluster, duplicates}]}. Another user of an enterprise-mode daemon finds only "
                  "what they may read, without duplicate counts.",
-       Arg("query", str, REQUIRED, "the query (docs/search.md)"),
+       Arg("query", str, REQUIRED, "the query (docs/search.md)", longest=MAX_QUERY),
        Arg("limit", int, 10, "hits to return", minimum=1, maximum=MAX_LIMIT),
        Arg("offset", int, 0, "hits to skip first", minimum=0, maximum=MAX_LIMIT),
        Arg("sort", str, "relevance", "order of the hits", choices=SORTS),
@@ -192,6 +205,8 @@ ERRORS: dict[str, tuple[type[errors.DeskdexError], str]] = {cls.code: (cls, mean
     (errors.UnknownOp, "no such operation; the message lists those there are"),
     (errors.BadArgs, "an argument is missing, unknown, of the wrong type or out of range"),
     (errors.Forbidden, "the caller may not do this (an enterprise-mode daemon: only root changes things)"),
+    (errors.Busy, "the caller has its share of the daemon already (connections, searches at once, requests "
+                  "a second: an enterprise-mode daemon's limits per user); try again shortly"),
     (errors.QueryError, "the query is malformed; the error's position field says where"),
     (errors.ConfigError, "a setting or folder is not acceptable (e.g. watch_add of something not a folder)"),
     (errors.IndexMissing, "nothing has been indexed yet"),
@@ -229,6 +244,10 @@ def parse_request(line: bytes) -> tuple[Op, dict[str, Any]]:
         msg = loads(line.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise errors.BadRequest(f"not JSON: {exc}") from None
+    except RecursionError:  # the C scanner's guard: Python's recursion limit, far past MAX_NESTING
+        raise errors.BadRequest(f"nested more than {MAX_NESTING} deep") from None
+    if _nesting(msg) > MAX_NESTING:
+        raise errors.BadRequest(f"nested more than {MAX_NESTING} deep")
     if not isinstance(msg, dict) or not isinstance(msg.get("op"), str):
         raise errors.BadRequest('a request is a JSON object with a string "op"')
     name = msg.pop("op")
@@ -236,6 +255,14 @@ def parse_request(line: bytes) -> tuple[Op, dict[str, Any]]:
     if op is None:
         raise errors.UnknownOp(f"unknown op {name!r}; ops: {', '.join(sorted(OPS))}")
     return op, check_args(op, msg)
+
+
+def _nesting(value: Any, depth: int = 1) -> int:
+    """How deep arrays and objects go in ``value`` (1: none inside it), counted up to MAX_NESTING + 1."""
+    if depth > MAX_NESTING:
+        return depth
+    inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return max((_nesting(v, depth + 1) for v in inner if isinstance(v, (dict, list))), default=depth)
 
 
 def request_line(op: str, args: Mapping[str, Any]) -> bytes:

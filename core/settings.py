@@ -4,6 +4,11 @@ command-line options such as ``deskdex index --workers`` apply to that one run a
 ``SETTINGS`` is the one table of every setting, the ``[crawl]`` table's included: it validates the
 file, and a test checks each setting's name, type and default against docs/configuration.md.
 A setting of a table is named with its table (``crawl.delay``), as TOML's dotted keys would.
+
+Values are checked both ways: ``save`` refuses one that does not fit before writing, and ``read``
+refuses a file holding one. The daemon reads leniently instead (``problems``): a setting that does
+not fit is reported and its default used, so a hand-edited file cannot keep it from starting (an
+enterprise-mode daemon serves every user of the machine).
 """
 
 from __future__ import annotations
@@ -61,6 +66,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("accounts", [], "Enterprise mode (`deskdex daemon --system`) only: the user accounts whose homes are "
                             "indexed. Empty: every regular account (uid from UID_MIN of /etc/login.defs, a home "
                             "and a login shell), including accounts added later.", str),
+    Setting("connections_per_user", 32, "Enterprise mode only: connections one local user may hold open to the "
+                                        "daemon at once (root is not limited)."),
+    Setting("searches_per_user", 2, "Enterprise mode only: searches of one local user that run at once; the "
+                                    "daemon's turns go to the users waiting longest with the fewest running."),
+    Setting("requests_per_second", 50.0, "Enterprise mode only: requests one local user may send each second, "
+                                         "in bursts of up to twice as many (a token bucket)."),
     Setting("crawl.contact", "https://github.com/deskdex/deskdex",
             "A URL or address about your crawler, sent in its User-Agent so site owners can reach you."),
     Setting("crawl.delay", 1.0, "Seconds between two requests to one site (more if its robots.txt asks)."),
@@ -108,22 +119,35 @@ def default_folder() -> str:
     return docs if os.path.isdir(docs) and docs != os.path.expanduser("~") else os.path.expanduser("~")
 
 
-def read(path: str) -> dict[str, Any]:
+def read(path: str, problems: list[str] | None = None) -> dict[str, Any]:
     """Every setting's value from the file at ``path`` (defaults where it is silent), checked
-    against the table: an unknown setting or a value of the wrong type names the file and the setting."""
+    against the table: an unknown setting or a value of the wrong type names the file and the
+    setting, in a ConfigError, or (given ``problems``) appended to it, the setting's default used."""
     values = dict(DEFAULTS)
-    for name, value in _flatten(_read_toml(path), path).items():
+    for name, value in _flatten(_read_toml(path), path, problems).items():
         setting = BY_NAME.get(name)
         if setting is None:
-            raise ConfigError(f"{path}: unknown setting {name!r}")
-        if not _fits(value, setting):
-            raise ConfigError(f"{path}: {name} must be {_describe(setting)}, not {value!r}")
-        values[name] = float(value) if setting.kind is float else value
+            problem = f"{path}: unknown setting {name!r}"
+        elif not _fits(value, setting):
+            problem = f"{path}: {name} must be {_describe(setting)}, not {_shown(value)}"
+        else:
+            values[name] = float(value) if setting.kind is float else value
+            continue
+        if problems is None:
+            raise ConfigError(problem)
+        problems.append(problem + (" (ignored)" if setting is None else " (the default is used)"))
     return values
 
 
-def load(home: Home) -> Config:
-    return Config(read(home.config_file), home)
+def load(home: Home, problems: list[str] | None = None) -> Config:
+    """The settings of ``home``; with ``problems``, leniently (see ``read``)."""
+    return Config(read(home.config_file, problems), home)
+
+
+def _shown(value: Any) -> str:
+    """A value in a message, cut short: a hand-edited file may hold a long one."""
+    text = repr(value)
+    return text if len(text) <= 100 else text[:97] + "..."
 
 
 def _is_text(text: str) -> bool:
@@ -178,12 +202,16 @@ def _read_toml(path: str) -> dict[str, Any]:
         raise ConfigError(f"{path}: {exc}") from exc
 
 
-def _flatten(data: dict[str, Any], path: str) -> dict[str, Any]:
+def _flatten(data: dict[str, Any], path: str, problems: list[str] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
         if key in TABLES:
             if not isinstance(value, dict):
-                raise ConfigError(f"{path}: [{key}] must be a table, not {value!r}")
+                problem = f"{path}: [{key}] must be a table, not {_shown(value)}"
+                if problems is None:
+                    raise ConfigError(problem)
+                problems.append(problem + " (the defaults are used)")
+                continue
             out.update({f"{key}.{k}": v for k, v in value.items()})
         else:
             out[key] = value

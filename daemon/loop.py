@@ -1,8 +1,8 @@
 """The long-running indexer: reconcile on start, then follow the watcher's change records.
 
 Threads: the main thread applies changes (the only writer); the watcher thread hands over
-settled batches; the socket server answers requests from its own threads (daemon/ops.py) with a
-separate read-only view of the index. Nothing wakes up while nothing changes: the main thread
+settled batches; the socket server answers requests from its own threads (daemon/ops.py) with
+read-only views of the index, one thread to a view at a time (``reading``). Nothing wakes up while nothing changes: the main thread
 sleeps on a condition with no timeout unless there is something to finish (idle workers to
 release, work held back by battery power, or a failed file to try again at a scheduled time).
 
@@ -48,6 +48,7 @@ from deskdex.settings import Config
 
 from .accounts import AccountWatcher
 from .crawls import CrawlScheduler
+from .server import SEARCHES_AT_ONCE
 
 logger = logging.getLogger(__name__)
 
@@ -103,8 +104,12 @@ class Daemon:
         # A store that cannot be written at start (a full disk) stalls the daemon like one that
         # fails later: it starts, answers searches, and waits.
         self.coll = Collection.from_settings(cfg, writable=True, unwritable_ok=True)
-        self.reader = Collection.open(cfg.home.data_dir)
-        self._read_lock = threading.Lock()
+        # Read-only views of the index for the socket's threads, one per search that may run at once
+        # and one more: each is used by one thread at a time (its catalog connection is not shared),
+        # and a search on one never waits for another, however long that one takes.
+        self._views = [Collection.open(cfg.home.data_dir) for _ in range(SEARCHES_AT_ONCE + 1)]
+        self._free_views = list(self._views)
+        self._views_cond = threading.Condition()
         self._write_lock = threading.RLock()  # the one writer: file changes and crawled pages take turns
         self.indexer = Indexer.from_settings(self.coll, cfg, workers=int(cfg["workers"]), idle=True, stop=self._stop)
         self.limits = self.indexer.limits
@@ -178,7 +183,8 @@ class Daemon:
             self.coll.close()
         except StoreError as exc:
             logger.warning("the last changes are not committed (%s): the next start indexes them", exc)
-        self.reader.close()
+        for view in self._views:
+            view.close()
 
     def run(self, watch: bool = True, once: bool = False) -> None:
         """Reconcile every folder, then apply changes until ``stop()``."""
@@ -282,7 +288,7 @@ class Daemon:
         """Something kept only for work to come: converter processes or an open tantivy index
         (a failed collection's is let go of by its recovery, not by the release timer)."""
         return (self.indexer.holding_workers or not (self.coll.suspended or self.coll.failed)
-                or not self.reader.suspended)
+                or not all(view.suspended for view in self._views))
 
     def _wait_timeout(self) -> float | None:
         if self.on_battery:
@@ -311,15 +317,23 @@ class Daemon:
                 self._stalled(exc)
             except StoreError as exc:
                 self.note(f"could not commit: {exc}")
-        with self._read_lock:
-            self.reader.suspend()
+        with self._views_cond:  # those in use are let go of next time: the main thread never waits for a search
+            for view in self._free_views:
+                view.suspend()
 
     @contextmanager
     def reading(self) -> Iterator[Collection]:
-        """The read-only view of the index, for the socket's threads; a use counts as work, so
-        the release timer runs again."""
-        with self._read_lock:
-            yield self.reader
+        """A read-only view of the index, for the socket's threads, theirs alone meanwhile; a use
+        counts as work, so the release timer runs again."""
+        with self._views_cond:
+            self._views_cond.wait_for(lambda: self._free_views)
+            view = self._free_views.pop()
+        try:
+            yield view
+        finally:
+            with self._views_cond:
+                self._free_views.append(view)
+                self._views_cond.notify()
         with self._cond:
             self._last_work = time.monotonic()
             self._cond.notify_all()
@@ -434,7 +448,8 @@ class Daemon:
 
     def _set(self, key: str, values: list[str]) -> None:
         settings.save(self.cfg.home, {key: values})
-        self.cfg = settings.load(self.cfg.home)
+        # Leniently, as at start: a hand-edited setting that does not fit was reported then.
+        self.cfg = settings.load(self.cfg.home, problems=[])
 
     # -- an index that cannot be written -------------------------------------------------------------
     def _stalled(self, exc: StoreError, records: list[Record] | None = None, rescans: set[str] | None = None) -> None:

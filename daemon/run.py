@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+from typing import Sequence
 
 from deskdex.converters.isolation import lower_priority
 from deskdex.settings import Config
@@ -12,22 +13,29 @@ from deskdex.settings import Config
 from .instance import InstanceLock
 from .loop import Daemon
 from .ops import Ops
-from .server import Server, private_dir
+from .server import Limits, Server, private_dir, raise_descriptor_limit
 
 logger = logging.getLogger(__name__)
 
 
-def run_daemon(cfg: Config, once: bool = False, system: bool = False) -> int:
+def run_daemon(cfg: Config, once: bool = False, system: bool = False, problems: Sequence[str] = ()) -> int:
     """The daemon in the foreground. ``system``: enterprise mode (daemon/accounts.py), serving every
-    local user what they may read."""
+    local user what they may read. ``problems``: settings of the config file that did not fit and
+    were left at their defaults (settings.load's), shown in ``status`` notes."""
     home = cfg.home
+    # Before anything opens a file: each caller's connection is a descriptor, and the daemon must
+    # never be the one left without (the watcher, the index, the converters' pipes).
+    raise_descriptor_limit()
     with InstanceLock(os.path.join(home.data_dir, "daemon.lock")):
         if not system:
             private_dir(home.runtime_dir)
         daemon = Daemon(cfg, system=system)
+        for problem in problems:
+            daemon.note(f"setting ignored: {problem}")
         # The socket's threads keep the priority they start with: a search is a person waiting,
         # and at idle priority it would wait for every busy program on the machine to finish.
-        server = None if once else Server(home.socket, Ops(daemon).handlers(), public=system).start()
+        server = None if once else Server(home.socket, Ops(daemon).handlers(), public=system,
+                                          limits=Limits.from_settings(cfg)).start()
         # Everything else yields to the user, not only the converters: this thread and all it
         # starts (the writer with tantivy and the duplicate tables, the watcher, the converter
         # processes) run at idle CPU and I/O priority. On Linux these are per thread; where they

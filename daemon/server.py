@@ -18,22 +18,36 @@ Many clients at once: the kernel queues connections not yet accepted up to the s
 (``SOMAXCONN``, 4096 on current Linux) rather than refusing them, and at most
 ``SEARCHES_AT_ONCE`` searches run together, the others waiting their turn in the order they came
 (``Turns``), so a burst queues and is answered in order instead of failing or starving a few.
+
+No caller stops or starves the daemon (an enterprise-mode daemon's callers are every local user):
+every request is bounded by the protocol before an op sees it; each local user other than root
+and the daemon's own account holds at most ``Limits.connections_per_user`` connections, runs at
+most ``Limits.searches_per_user`` searches at once and sends at most
+``Limits.requests_per_second`` requests (a token bucket): past these they are answered ``busy``
+at once. A free search turn goes to the waiting user with the fewest searches running, so one
+user's flood waits behind another's single search rather than in front of it. All connections
+together stay below the descriptor limit (``connection_budget``) with room for the index, the
+watcher and the converters; when accept() fails for want of descriptors all the same, the
+acceptor rests (``ACCEPT_REST``) instead of spinning, with one log line for the episode.
 """
 
 from __future__ import annotations
 
-import collections
+import errno
 import logging
 import os
+import resource
 import selectors
 import socket
 import struct
 import threading
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Hashable, Iterator, Mapping
 
 from deskdex import protocol
-from deskdex.errors import AlreadyRunning, DaemonError, DeskdexError, Forbidden, TooLarge, UnknownOp
+from deskdex.errors import AlreadyRunning, Busy, DaemonError, DeskdexError, Forbidden, TooLarge, UnknownOp
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +57,48 @@ MAX_LINE = protocol.MAX_LINE
 # answers (50 clients, benchmarks/clients_load.py: p99 330 ms with 2, 570 ms unbounded).
 # Other ops are not held up by them.
 SEARCHES_AT_ONCE = 2
+MAX_CONNECTIONS = 1024  # all callers together, at most (each is a thread and a descriptor)
+RESERVED_DESCRIPTORS = 64  # at least, kept from connections for the index, watcher, converters and crawler
+ACCEPT_REST = (0.1, 1.0)  # seconds the acceptor rests after accept() failed: the first, then doubled up to
+SEND_TIMEOUT = 30  # seconds a reply may wait for a client that does not read it; then the connection ends
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one local user of an enterprise-mode daemon may hold of it (core/settings.py has their
+    meaning); root and the daemon's own account are not limited."""
+
+    connections_per_user: int = 32
+    searches_per_user: int = 2
+    requests_per_second: float = 50.0  # 0: no limit; bursts of twice as many
+
+    @classmethod
+    def from_settings(cls, cfg: Any) -> Limits:
+        return cls(max(1, int(cfg["connections_per_user"])), max(1, int(cfg["searches_per_user"])),
+                   max(0.0, float(cfg["requests_per_second"])))
+
+
+def connection_budget() -> int:
+    """Connections all callers together may hold: at most MAX_CONNECTIONS, and a quarter of the
+    descriptor limit (at least RESERVED_DESCRIPTORS) left to the rest of the daemon."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = 1 << 20
+    return max(1, min(MAX_CONNECTIONS, soft - max(RESERVED_DESCRIPTORS, soft // 4)))
+
+
+def raise_descriptor_limit() -> int:
+    """Raise this process's soft limit of open files to its hard limit (1024 by default, where the
+    hard one is often far higher), so that callers' connections do not starve the daemon's own
+    files; returns the soft limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError) as exc:  # macOS refuses RLIM_INFINITY: keep what there is
+            logger.info("could not raise the limit of open files from %d: %s", soft, exc)
+    return int(soft)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,45 +135,71 @@ def peer_of(conn: socket.socket) -> Peer:
 
 
 class Turns:
-    """At most ``n`` holders at once; the others wait in the order they came (a slot is handed to
-    the longest waiting, so nobody is overtaken: threading.Semaphore lets a newcomer take a slot
-    a waiter was woken for)."""
+    """At most ``n`` holders at once, and at most ``per_key`` holding under one key (a uid; the key
+    None is never capped). A free slot goes to the waiter whose key holds fewest slots, the longest
+    waiting among them: nobody is overtaken by a newcomer of their own kind (threading.Semaphore
+    lets one take a slot a waiter was woken for), and a key with many waiters takes no more than
+    its turn from a key with one."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, per_key: int | None = None) -> None:
         self._free = n
+        self._per_key = per_key
+        self._held: dict[Hashable, int] = {}
         self._lock = threading.Lock()
-        self._waiting: collections.deque[threading.Lock] = collections.deque()
+        self._waiting: list[tuple[Hashable, threading.Lock]] = []  # in the order they came
 
-    def __enter__(self) -> None:
+    @contextmanager
+    def turn(self, key: Hashable = None) -> Iterator[None]:
+        """Wait for a slot for ``key``, hold it meanwhile."""
+        turn = threading.Lock()
+        turn.acquire()
         with self._lock:
-            if self._free and not self._waiting:
-                self._free -= 1
-                return
-            turn = threading.Lock()
-            turn.acquire()
-            self._waiting.append(turn)
-        turn.acquire()  # released by the holder that hands over its slot
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            if self._waiting:
-                self._waiting.popleft().release()
-            else:
+            self._waiting.append((key, turn))
+            self._hand_over()
+        turn.acquire()  # released by _hand_over, now or when a holder leaves
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._held[key] -= 1
+                if not self._held[key]:
+                    del self._held[key]
                 self._free += 1
+                self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Give the free slots to the waiters first in line (under the lock)."""
+        while self._free and self._waiting:
+            allowed = [(self._held.get(key, 0), i) for i, (key, _) in enumerate(self._waiting)
+                       if key is None or self._per_key is None or self._held.get(key, 0) < self._per_key]
+            if not allowed:
+                return
+            key, turn = self._waiting.pop(min(allowed)[1])
+            self._free -= 1
+            self._held[key] = self._held.get(key, 0) + 1
+            turn.release()
 
 
 class Server:
-    def __init__(self, path: str, handlers: Mapping[str, Handler], public: bool = False) -> None:
+    def __init__(self, path: str, handlers: Mapping[str, Handler], public: bool = False,
+                 limits: Limits = Limits(), connections: int | None = None) -> None:
         self.path = os.path.abspath(path)
         self.public = public
         self.handlers = dict(handlers)
+        self.limits = limits
+        self.connections = connections or connection_budget()  # all callers together, at most
         self._sock: socket.socket | None = None
         self._wake_r, self._wake_w = os.pipe()
         self._conns: set[socket.socket] = set()
         self._threads: set[threading.Thread] = set()
         self._lock = threading.Lock()
-        self._searches = Turns(SEARCHES_AT_ONCE)
+        self._searches = Turns(SEARCHES_AT_ONCE, limits.searches_per_user)
+        self._per_user: dict[int, int] = {}  # open connections of each limited uid
+        self._buckets: dict[int, list[float]] = {}  # limited uid -> [tokens, when counted (monotonic)]
+        self._refused = 0  # connections refused since the last log line about it
+        self._refused_logged = 0.0
         self._stopping = False
+        self._stopped = threading.Event()
         self._acceptor = threading.Thread(target=self._accept_loop, name="deskdex-socket", daemon=True)
 
     def start(self) -> "Server":
@@ -149,6 +231,7 @@ class Server:
         if self._stopping:
             return
         self._stopping = True
+        self._stopped.set()
         os.write(self._wake_w, b"x")
         if self._acceptor.is_alive():
             self._acceptor.join()
@@ -187,6 +270,7 @@ class Server:
 
     def _accept_loop(self) -> None:
         assert self._sock is not None
+        failures, rest = 0, 0.0
         with selectors.DefaultSelector() as sel:
             sel.register(self._sock, selectors.EVENT_READ)
             sel.register(self._wake_r, selectors.EVENT_READ)
@@ -194,21 +278,78 @@ class Server:
                 ready = sel.select()  # no timeout: sleeps until a client or stop()
                 if self._stopping:
                     return
-                if any(key.fileobj is self._sock for key, _ in ready):
-                    try:
-                        conn, _ = self._sock.accept()
-                    except OSError as exc:
-                        logger.warning("accept failed: %s", exc)
-                        continue
-                    t = threading.Thread(target=self._serve, args=(conn,), name="deskdex-client", daemon=True)
-                    with self._lock:
-                        self._conns.add(conn)
-                        self._threads.add(t)
-                    t.start()
+                if all(key.fileobj == self._wake_r for key, _ in ready):
+                    continue
+                try:
+                    conn, _ = self._sock.accept()
+                except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                    continue  # the client gave up before we took it: nothing wrong here
+                except OSError as exc:
+                    # EMFILE, ENFILE, ENOBUFS: the connection stays queued and select() says so again
+                    # at once. Rest instead of spinning; say so once for the episode, not per try.
+                    if not failures:
+                        logger.warning("accept failed: %s; resting before accepting again%s", exc,
+                                       " (out of descriptors)" if exc.errno in (errno.EMFILE, errno.ENFILE) else "")
+                    failures += 1
+                    rest = min(ACCEPT_REST[1], rest * 2 or ACCEPT_REST[0])
+                    if self._stopped.wait(rest):
+                        return
+                    continue
+                if failures:
+                    logger.warning("accepting again after %d failed tries", failures)
+                    failures, rest = 0, 0.0
+                self._admit(conn)
 
-    def _serve(self, conn: socket.socket) -> None:
+    def _limited(self, peer: Peer) -> bool:
+        """A caller held to Limits: any local user of an enterprise-mode daemon but root and its own."""
+        return self.public and peer.uid not in (0, os.getuid())
+
+    def _admit(self, conn: socket.socket) -> None:
+        """Serve ``conn`` on a thread of its own, or refuse it ``busy`` when its user, or all
+        callers together, hold their share of connections already."""
         try:
             peer = peer_of(conn)
+        except OSError:
+            conn.close()
+            return
+        limited = self._limited(peer) and peer.uid is not None
+        with self._lock:
+            held = self._per_user.get(peer.uid, 0) if limited and peer.uid is not None else 0
+            if len(self._conns) >= self.connections:
+                refusal = f"the daemon serves {self.connections} connections already: try again shortly"
+            elif limited and held >= self.limits.connections_per_user:
+                refusal = (f"uid {peer.uid} holds {held} connections to the daemon already, the most one user may: "
+                           "close one first")
+            else:
+                refusal = ""
+                self._conns.add(conn)
+                if limited and peer.uid is not None:
+                    self._per_user[peer.uid] = held + 1
+        if refusal:
+            self._refuse(conn, Busy(refusal))
+            return
+        t = threading.Thread(target=self._serve, args=(conn, peer, limited), name="deskdex-client", daemon=True)
+        with self._lock:
+            self._threads.add(t)
+        t.start()
+
+    def _refuse(self, conn: socket.socket, exc: Busy) -> None:
+        """Answer ``exc`` without waiting for the client, and close. Logged at most once a minute."""
+        try:
+            conn.setblocking(False)
+            conn.send(protocol.error_reply(exc, anyone=True))
+        except OSError:
+            pass
+        conn.close()
+        self._refused += 1
+        if time.monotonic() - self._refused_logged > 60:
+            logger.warning("refused %d connections: %s", self._refused, exc)
+            self._refused, self._refused_logged = 0, time.monotonic()
+
+    def _serve(self, conn: socket.socket, peer: Peer, limited: bool) -> None:
+        try:
+            # A client that stops reading its replies frees its thread after SEND_TIMEOUT.
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", SEND_TIMEOUT, 0))
             with conn.makefile("rb") as reader:
                 while not self._stopping:
                     line = reader.readline(MAX_LINE + 1)
@@ -225,11 +366,31 @@ class Server:
             with self._lock:
                 self._conns.discard(conn)
                 self._threads.discard(threading.current_thread())
+                if limited and peer.uid is not None:
+                    self._per_user[peer.uid] -= 1
+                    if not self._per_user[peer.uid]:
+                        del self._per_user[peer.uid]
+
+    def _charge(self, peer: Peer) -> None:
+        """One request of a limited caller taken from its token bucket; Busy when it is empty."""
+        rate = self.limits.requests_per_second
+        if not rate or not self._limited(peer) or peer.uid is None:
+            return
+        now = time.monotonic()
+        with self._lock:
+            bucket = self._buckets.setdefault(peer.uid, [2 * rate, now])
+            bucket[0] = min(2 * rate, bucket[0] + (now - bucket[1]) * rate)
+            bucket[1] = now
+            if bucket[0] < 1:
+                raise Busy(f"uid {peer.uid} sends more than {rate:g} requests a second: try again in "
+                           f"{(1 - bucket[0]) / rate:.2f} s")
+            bucket[0] -= 1
 
     def answer(self, line: bytes, peer: Peer) -> bytes:
         """The reply line to one request line (public so it can be tested without a socket)."""
         anyone = self.public and peer.uid != 0  # any local user, not the daemon's owner
         try:
+            self._charge(peer)
             op, args = protocol.parse_request(line)
             if anyone and (not op.public or peer.uid is None):
                 raise Forbidden(f"{op.name}: only root may do this on the system daemon")
@@ -238,7 +399,7 @@ class Server:
                 raise UnknownOp(f"{op.name}: this daemon does not serve it")
             if op.name != "search":
                 return protocol.result_reply(handler(Request(op.name, args, peer)))
-            with self._searches:
+            with self._searches.turn(peer.uid if self._limited(peer) else None):
                 return protocol.result_reply(handler(Request(op.name, args, peer)))
         except DeskdexError as exc:
             return protocol.error_reply(exc, anyone)

@@ -6,6 +6,14 @@
     title: author: path:/in: ext: type: after: before: size: dup: source:   field filters
 
 A malformed query raises QueryError with the position (0-based character offset) of the problem.
+
+Any local user of an enterprise-mode daemon may search, so what one query may cost is bounded
+here, before tantivy sees it, and a query past a bound is a QueryError at the place it passes it:
+its length (deskdex.protocol.MAX_QUERY), the words it searches for (MAX_WORDS, phrases' words
+counted one by one), the prefix and fuzzy patterns in it (MAX_PATTERNS: each is an automaton run
+over the term dictionary of every text field, and tantivy keeps a bit per document of each
+segment for each, so a few thousand patterns took gigabytes), the letters of one pattern
+(MAX_PATTERN_LETTERS) and how deep parentheses go (MAX_DEPTH: the parser recurses on them).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from typing import Callable
 import tantivy
 
 from deskdex.errors import QueryError
+from deskdex.protocol import MAX_QUERY
 
 from . import fulltext
 
@@ -43,6 +52,12 @@ TYPE_GROUPS: dict[str, tuple[str, ...]] = {
     "archive": ("application/zip", "application/x-tar", "application/gzip", "application/x-bzip2", "application/x-xz",
                 "application/warc"),
 }
+MAX_WORDS = 256  # words searched for, in all fields (each is a term query per text field)
+MAX_PATTERNS = 16  # prefix (word*) and fuzzy (word~) patterns
+MAX_PATTERN_LETTERS = 64  # of the word of one pattern (a fuzzy automaton grows with it)
+MAX_DEPTH = 16  # parentheses within parentheses
+_BIGGEST = 2**63 - 1  # tantivy's integers (sizes, dates) are 64-bit
+
 _TOKEN = re.compile(r'\s+|\(|\)|"[^"]*"?|[^\s()"]+')
 _SIZE = re.compile(r"^(>=|<=|>|<|=)?(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?$", re.I)
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 10**6, "mb": 10**6, "mib": 2**20,
@@ -69,11 +84,24 @@ def tokenize(query: str) -> list[_Tok]:
 
 class Parser:
     def __init__(self, schema: tantivy.Schema, query: str, now: Callable[[], dt.datetime] = dt.datetime.now) -> None:
+        if len(query) > MAX_QUERY:
+            raise QueryError(f"the query is longer than {MAX_QUERY} characters", MAX_QUERY)
         self.schema = schema
         self.query = query
         self.toks = tokenize(query)
         self.i = 0
         self.now = now
+        self.words = self.patterns = self.depth = 0  # what the query costs so far (module docstring)
+
+    def _cost(self, pos: int, words: int, patterns: int = 0) -> None:
+        """Count ``words`` and ``patterns`` more at ``pos``; QueryError past a bound."""
+        self.words += words
+        self.patterns += patterns
+        if self.words > MAX_WORDS:
+            raise QueryError(f"more than {MAX_WORDS} words at position {pos}: search for fewer", pos)
+        if self.patterns > MAX_PATTERNS:
+            raise QueryError(f"more than {MAX_PATTERNS} prefix or fuzzy words at position {pos}: "
+                             "use fewer, or whole words", pos)
 
     def parse(self) -> tantivy.Query:
         if not self.toks:
@@ -134,11 +162,15 @@ class Parser:
         assert t is not None
         self.i += 1
         if t.text == "(":
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise QueryError(f"parentheses more than {MAX_DEPTH} deep at position {t.pos}", t.pos)
             q = self._or()
             close = self._peek()
             if close is None or close.text != ")":
                 raise QueryError(f"parenthesis opened at position {t.pos} is never closed", t.pos)
             self.i += 1
+            self.depth -= 1
             return q
         if t.text == ")":
             raise QueryError(f"unmatched ')' at position {t.pos}", t.pos)
@@ -150,6 +182,8 @@ class Parser:
                 value, vpos = nxt.text, nxt.pos
             if not value:
                 raise QueryError(f"{m.group(1)}: at position {t.pos} needs a value", t.pos)
+            if m.group(1) not in ("title", "author"):  # those count their words themselves
+                self._cost(t.pos, 1)
             return FIELDS[m.group(1)](self, value, vpos)
         return self._words(t.text, t.pos, TEXT_FIELDS)
 
@@ -166,6 +200,8 @@ class Parser:
 
     def _phrase(self, text: str, pos: int, fields: tuple[str, ...]) -> tantivy.Query:
         terms = fulltext.analyze(text)
+        self._cost(pos, max(1, len(terms), len(fulltext.analyze_path(text)) if "path" in fields else 0)
+                   + sum(len(run) for run in fulltext.CJK.findall(text)))
         options = []
         for f in fields:
             analyzer_terms = fulltext.analyze_path(text) if f == "path" else terms
@@ -180,7 +216,15 @@ class Parser:
             raise QueryError(f"{text!r} at position {pos} has no searchable word", pos)
         return options[0] if len(options) == 1 else tantivy.Query.disjunction_max_query(options, 0.1)
 
+    def _pattern(self, word: str, pos: int) -> None:
+        """Count one prefix or fuzzy pattern of ``word`` at ``pos``, refusing one too long."""
+        self._cost(pos, 1, 1)
+        if len(word) > MAX_PATTERN_LETTERS:
+            raise QueryError(f"a prefix or fuzzy word at position {pos} is longer than {MAX_PATTERN_LETTERS} "
+                             "letters", pos)
+
     def _prefix(self, stem: str, pos: int, fields: tuple[str, ...]) -> tantivy.Query:
+        self._pattern(stem, pos)
         terms = fulltext.analyze_path(stem)
         if len(terms) != 1 or len(terms[0]) < 2:
             raise QueryError(f"prefix at position {pos} needs at least two letters of one word before *", pos)
@@ -189,6 +233,7 @@ class Parser:
                                             for f in fields])
 
     def _fuzzy(self, word: str, distance: int, pos: int, fields: tuple[str, ...]) -> tantivy.Query:
+        self._pattern(word, pos)
         terms = fulltext.analyze(word)
         if len(terms) != 1:
             raise QueryError(f"fuzzy search at position {pos} works on one word", pos)
@@ -259,7 +304,10 @@ def _bytes(v: str, pos: int) -> int:
     unit = (m.group(3) or "").lower() if m else None
     if not m or m.group(1) or unit not in _UNITS:
         raise QueryError(f"bad size {v!r} at position {pos}", pos)
-    return int(float(m.group(2)) * _UNITS[unit])
+    n = float(m.group(2)) * _UNITS[unit]
+    if not n <= _BIGGEST:  # 1e400 is inf: no size is that large
+        raise QueryError(f"size {v!r} at position {pos} is too large", pos)
+    return int(n)
 
 
 def _day(p: Parser, v: str, pos: int) -> tuple[dt.datetime, dt.datetime]:
@@ -277,24 +325,34 @@ def _day(p: Parser, v: str, pos: int) -> tuple[dt.datetime, dt.datetime]:
             start = dt.datetime.strptime(v, fmt)
         except ValueError:
             continue
-        if step == "day":
-            return start, start + dt.timedelta(days=1)
-        if step == "month":
-            return start, (start.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
-        return start, start.replace(year=start.year + 1)
+        try:
+            if step == "day":
+                return start, start + dt.timedelta(days=1)
+            if step == "month":
+                return start, (start.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+            return start, start.replace(year=start.year + 1)
+        except (OverflowError, ValueError):  # the end of 9999: past what datetime holds
+            break
     raise QueryError(f"bad date {v!r} at position {pos}: use 2026-11-01, 2026-11, 2026, today, yesterday, "
                      "lastweek, lastmonth or lastyear", pos)
 
 
+def _epoch(p: Parser, v: str, pos: int) -> int:
+    """The start of the span ``v`` names, in seconds since the epoch."""
+    start, _ = _day(p, v, pos)
+    try:
+        return int(start.timestamp())
+    except (OverflowError, ValueError, OSError):  # year 1: local time before it cannot be told
+        raise QueryError(f"date {v!r} at position {pos} is out of range", pos) from None
+
+
 def _after(p: Parser, v: str, pos: int) -> tantivy.Query:
     # after:2026-11-01 means from that day on; after:lastweek, within the last week.
-    start, _ = _day(p, v, pos)
-    return p._range("mtime", int(start.timestamp()), None)
+    return p._range("mtime", _epoch(p, v, pos), None)
 
 
 def _before(p: Parser, v: str, pos: int) -> tantivy.Query:
-    start, _ = _day(p, v, pos)
-    return p._range("mtime", None, int(start.timestamp()) - 1)
+    return p._range("mtime", None, _epoch(p, v, pos) - 1)
 
 
 def _cjk(schema: tantivy.Schema, run: str) -> tantivy.Query:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 import tantivy
 
 from deskdex.converters import tagged
-from deskdex.errors import QueryError
+from deskdex.errors import BadArgs, QueryError
+from deskdex.protocol import MAX_LIMIT
 
 from . import query as query_language
 from .access import EVERYONE
@@ -24,6 +25,8 @@ logger = logging.getLogger(__name__)
 
 
 SORTS = {"relevance": None, "date": "mtime", "size": "size"}
+# Hits looked at, at most, to pick one per duplicate cluster: past it, fewer hits than asked for.
+MAX_WINDOW = 100_000
 
 
 def parse(index: tantivy.Index, query: str) -> tantivy.Query:
@@ -41,6 +44,8 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
     tell of documents the reader may not see, are left out."""
     if sort not in SORTS:
         raise QueryError(f"cannot sort by {sort!r}: use one of {', '.join(SORTS)}")
+    if not (0 < limit <= MAX_LIMIT and 0 <= offset <= MAX_LIMIT):  # the protocol's bounds, for every caller
+        raise BadArgs(f"limit must be 1 to {MAX_LIMIT} and offset 0 to {MAX_LIMIT}, not {limit} and {offset}")
     q = parse(coll.index, query)
     if reader is not None:
         allowed = tantivy.Query.term_set_query(coll.index.schema, "reader", [reader, EVERYONE])
@@ -62,9 +67,11 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
     while True:
         result = searcher.search(q, window, count=True, order_by_field=SORTS[sort])
         picked = _collapse(searcher, result.hits, sort)
-        if len(picked) >= offset + limit or len(result.hits) < window:
+        if len(picked) >= offset + limit or len(result.hits) < window or window >= MAX_WINDOW:
             break
-        window *= 4  # many duplicates among the first hits: look further
+        # Many duplicates among the first hits: look further, but not through the whole index
+        # (each hit looked at is a document read).
+        window = min(window * 4, MAX_WINDOW)
     total = result.count or 0  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
     return _results(coll, searcher, q, picked[offset:offset + limit], total, sort, snippets, limit,
                     counts=reader is None)
