@@ -17,6 +17,7 @@ from deskdex import protocol
 from deskdex.errors import BadArgs
 from deskdex.index import reports, search
 from deskdex.index.access import EVERYONE
+from deskdex.index.readable import ReadableClusters, may_read
 from deskdex.pipeline.similar import convert_one, near_duplicates
 
 if TYPE_CHECKING:
@@ -92,11 +93,15 @@ class Ops:
                 pass  # not Linux, or the worker just ended
         return total
 
+    def _reader_uid(self, peer: Peer) -> int | None:
+        """Whose view to answer with: None for root's (everything), else the caller's uid."""
+        if not self._other_user(peer):
+            return None
+        return peer.uid if peer.uid is not None else EVERYONE
+
     def search(self, req: Request) -> SearchResults:
         a = req.args
-        reader_uid = None
-        if self._other_user(req.peer):
-            reader_uid = req.peer.uid if req.peer.uid is not None else EVERYONE
+        reader_uid = self._reader_uid(req.peer)
         with self.daemon.reading() as reader:
             return search(reader, a["query"], limit=a["limit"], offset=a["offset"], sort=a["sort"],
                           collapse=not a["all"], reader=reader_uid, snippets=a["snippets"])
@@ -116,10 +121,20 @@ class Ops:
             return near_duplicates(reader, path, doc)
 
     def duplicates(self, req: Request) -> dict[str, Any]:
-        """The other documents of a search hit's cluster (the tray expands a hit with them)."""
+        """The other documents of a search hit's cluster (the tray expands a hit with them). Root's
+        op today; should it become public, a caller other than root gets the others it may read
+        of a document it may read (its readable cluster, index/readable.py), else nothing."""
+        uid = self._reader_uid(req.peer)
         with self.daemon.reading() as reader:
             row = reader.get(req.args["uri"])
-            others = reader.duplicates_of(row) if row is not None else []
+            if row is None or uid is None:
+                others = reader.duplicates_of(row) if row is not None else []
+            elif not may_read(row.readers, uid):
+                others = []  # as for a document not indexed
+            else:
+                members = ReadableClusters(reader.catalog.db, uid).component(row.uri, row.cluster or 0)
+                own = reader.catalog.doc_id(row.uri)
+                others = [r for d in members if d != own and (r := reader.catalog.row_by_id(d)) is not None]
         return {"paths": [r.uri if "#" in r.uri else r.path for r in others]}
 
     def index(self, req: Request) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, AbstractSet, Callable, Concatenate, Iterable, 
 import tantivy
 
 from deskdex.converters import tagged
+from deskdex.converters.detect import compound_extension, extension
 from deskdex.converters.document import Document
 from deskdex.errors import IndexBusy, IndexMissing, StoreError, StoreUnwritable
 
@@ -301,9 +302,30 @@ class Collection:
         self._index(row, doc)
         self._recluster(set(changes.docs) | touched, before, skip=doc_id)
 
+    @staticmethod
+    def reusable(row: Row, same: Row) -> bool:
+        """Whether ``row``, a file with the bytes of ``same``, may take ``same``'s stored text and
+        metadata (``reuse``): only when converting ``row``'s own file would give the same.
+
+        A conversion reads a file's name besides its bytes: its suffixes choose the format
+        (converters/detect.py), and where the content has no title, the title is the name
+        (every converter's fallback is ``Source.name``, its base name), stored in the text. So
+        same suffixes, and either the same name or a stored title that is not ``same``'s name
+        (it came from the content). A title equal to that name may still have come from the
+        content: the file is converted then, never shown another file's name (someone else's,
+        in enterprise mode)."""
+        if same.source != "files" or not same.path or not row.path:
+            return False
+        name, other = os.path.basename(row.path), os.path.basename(same.path)
+        if name == other:
+            return True
+        return extension(name) == extension(other) and compound_extension(name) == compound_extension(other) \
+            and bool(same.title) and same.title != other
+
     @_writes
     def reuse(self, row: Row, same: Row) -> None:
-        """Store ``row`` with the text of ``same`` (identical bytes): no conversion."""
+        """Store ``row`` with the text of ``same``: no conversion. ``same`` is ``row`` itself, or
+        a file with identical bytes that ``reusable`` allows."""
         row.blob, row.text_sum, row.title, row.mime = same.blob, same.text_sum, same.title, same.mime
         self._store(row, self.document(row))
 

@@ -83,7 +83,12 @@ def tokenize(query: str) -> list[_Tok]:
 
 
 class Parser:
-    def __init__(self, schema: tantivy.Schema, query: str, now: Callable[[], dt.datetime] = dt.datetime.now) -> None:
+    def __init__(self, schema: tantivy.Schema, query: str, now: Callable[[], dt.datetime] = dt.datetime.now,
+                 constant: bool = False, has_dup: Callable[[], tantivy.Query] | None = None) -> None:
+        """``constant``: every clause scores its field weight when it matches, instead of BM25,
+        so a score depends on the document and the query alone (index/search.py, for a reader
+        of an enterprise-mode daemon). ``has_dup``: what ``dup:yes`` matches, when not every
+        document with a cluster id (a reader's duplicates are only those it may read)."""
         if len(query) > MAX_QUERY:
             raise QueryError(f"the query is longer than {MAX_QUERY} characters", MAX_QUERY)
         self.schema = schema
@@ -91,6 +96,8 @@ class Parser:
         self.toks = tokenize(query)
         self.i = 0
         self.now = now
+        self.constant = constant
+        self.has_dup = has_dup
         self.words = self.patterns = self.depth = 0  # what the query costs so far (module docstring)
 
     def _cost(self, pos: int, words: int, patterns: int = 0) -> None:
@@ -188,6 +195,11 @@ class Parser:
         return self._words(t.text, t.pos, TEXT_FIELDS)
 
     # -- leaves ------------------------------------------------------------------------------
+    def _weigh(self, q: tantivy.Query, weight: float) -> tantivy.Query:
+        """A clause scored by BM25 times ``weight``, or (constant) ``weight`` alone. Prefix, fuzzy,
+        range and set clauses score a constant in tantivy already."""
+        return tantivy.Query.const_score_query(q, weight) if self.constant else tantivy.Query.boost_query(q, weight)
+
     def _words(self, text: str, pos: int, fields: tuple[str, ...]) -> tantivy.Query:
         if text.startswith('"'):
             return self._phrase(text.strip('"'), pos, fields)
@@ -209,9 +221,10 @@ class Parser:
                 continue
             q = (tantivy.Query.term_query(self.schema, f, analyzer_terms[0]) if len(analyzer_terms) == 1
                  else tantivy.Query.phrase_query(self.schema, f, [*analyzer_terms]))  # a list of str | (pos, str)
-            options.append(tantivy.Query.boost_query(q, fulltext.FIELD_BOOSTS.get(f, 1.0)))
+            options.append(self._weigh(q, fulltext.FIELD_BOOSTS.get(f, 1.0)))
         for run in fulltext.CJK.findall(text):
-            options.append(_cjk(self.schema, run))
+            cjk = _cjk(self.schema, run)
+            options.append(tantivy.Query.const_score_query(cjk, 1.0) if self.constant else cjk)
         if not options:
             raise QueryError(f"{text!r} at position {pos} has no searchable word", pos)
         return options[0] if len(options) == 1 else tantivy.Query.disjunction_max_query(options, 0.1)
@@ -241,6 +254,11 @@ class Parser:
             (Occur.Should, tantivy.Query.fuzzy_term_query(self.schema, f, terms[0], distance, True, False))
             for f in fields if f != "path"])
 
+    def _filter(self, q: tantivy.Query) -> tantivy.Query:
+        """A term filter (ext:, source:, a folder): BM25 as before, or 1 when constant (its
+        idf would count every document of the index)."""
+        return tantivy.Query.const_score_query(q, 1.0) if self.constant else q
+
     def _range(self, field: str, lo: int | None, hi: int | None) -> tantivy.Query:
         return tantivy.Query.range_query(self.schema, field, tantivy.FieldType.Integer, lo, hi)
 
@@ -257,12 +275,12 @@ def _path(p: Parser, v: str, pos: int) -> tantivy.Query:
     v = v.strip('"')
     if v.startswith(("/", "~")):
         folder = os.path.abspath(os.path.expanduser(v)).rstrip("/") or "/"
-        return tantivy.Query.term_query(p.schema, "folder", tantivy.Facet.from_string(folder))
+        return p._filter(tantivy.Query.term_query(p.schema, "folder", tantivy.Facet.from_string(folder)))
     return p._words(v, pos, ("path",))
 
 
 def _ext(p: Parser, v: str, pos: int) -> tantivy.Query:
-    return tantivy.Query.term_query(p.schema, "ext", v.lower().lstrip("."))
+    return p._filter(tantivy.Query.term_query(p.schema, "ext", v.lower().lstrip(".")))
 
 
 def _type(p: Parser, v: str, pos: int) -> tantivy.Query:
@@ -275,13 +293,13 @@ def _type(p: Parser, v: str, pos: int) -> tantivy.Query:
 def _source(p: Parser, v: str, pos: int) -> tantivy.Query:
     if v not in ("files", "web"):
         raise QueryError(f"source: at position {pos} is files or web, not {v!r}", pos)
-    return tantivy.Query.term_query(p.schema, "source", v)
+    return p._filter(tantivy.Query.term_query(p.schema, "source", v))
 
 
 def _dup(p: Parser, v: str, pos: int) -> tantivy.Query:
     if v not in ("yes", "no"):
         raise QueryError(f"dup: at position {pos} is yes or no, not {v!r}", pos)
-    has = p._range("cluster", 1, None)
+    has = p.has_dup() if p.has_dup is not None else p._range("cluster", 1, None)
     return has if v == "yes" else tantivy.Query.boolean_query([(Occur.Must, tantivy.Query.all_query()),
                                                                (Occur.MustNot, has)])
 
@@ -369,5 +387,6 @@ FIELDS: dict[str, Callable[[Parser, str, int], tantivy.Query]] = {
 }
 
 
-def parse(schema: tantivy.Schema, query: str, now: Callable[[], dt.datetime] = dt.datetime.now) -> tantivy.Query:
-    return Parser(schema, query, now).parse()
+def parse(schema: tantivy.Schema, query: str, now: Callable[[], dt.datetime] = dt.datetime.now,
+          constant: bool = False, has_dup: Callable[[], tantivy.Query] | None = None) -> tantivy.Query:
+    return Parser(schema, query, now, constant, has_dup).parse()

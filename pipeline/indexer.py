@@ -260,11 +260,9 @@ class Indexer:
             same = row if row is not None and row.raw_sum == raw and row.status == "ok" else None
             if same is None:
                 same = self.coll.catalog.find_ok_by_raw_sum(raw)
-            if same is not None and not self.coll.catalog.descendants(same.uri):
-                fresh = self._stamped(Row(uri=uri, path=display_path(info.path), size=info.size, mtime=info.mtime,
-                                          raw_sum=raw),
-                                      uri, done=True)
-                self.coll.reuse(fresh, same)
+            fresh = Row(uri=uri, path=display_path(info.path), size=info.size, mtime=info.mtime, raw_sum=raw)
+            if same is not None and not self.coll.catalog.descendants(same.uri) and self.coll.reusable(fresh, same):
+                self.coll.reuse(self._stamped(fresh, uri, done=True), same)
                 if same.uri == uri:
                     summary.unchanged += 1
                 else:
