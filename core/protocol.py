@@ -138,7 +138,7 @@ OPS: dict[str, Op] = {op.name: op for op in (
        public=True),
     Op("search", "Ranked hits: {total, hits: [{uri, path, title, snippet, highlights, score, mime, mtime, size, "
                  "ext, source, cluster, duplicates}]}. Another user of an enterprise-mode daemon finds only "
-                 "what they may read, without duplicate counts.",
+                 "what they may read, ranked and counted from what they may read alone (docs/search.md).",
        Arg("query", str, REQUIRED, "the query (docs/search.md)", longest=MAX_QUERY),
        Arg("limit", int, 10, "hits to return", minimum=1, maximum=MAX_LIMIT),
        Arg("offset", int, 0, "hits to skip first", minimum=0, maximum=MAX_LIMIT),
@@ -161,8 +161,10 @@ OPS: dict[str, Op] = {op.name: op for op in (
                "With path: the near-duplicates of that file, indexed or not, {duplicates: [{uri, path, "
                "similarity}]} (converted outside every lock: searches go on meanwhile).",
        Arg("path", str, None, "a file on the daemon's machine", nullable=True)),
-    Op("duplicates", "The other documents of a hit's duplicate cluster: {paths: [...]} (the tray's expand).",
-       Arg("uri", str, REQUIRED, "a hit's uri")),
+    Op("duplicates", "The other documents of a hit's duplicate cluster: {paths: [...]} (the tray's expand). "
+                     "Another user of an enterprise-mode daemon gets those they may read of a document they may "
+                     "read, else nothing.",
+       Arg("uri", str, REQUIRED, "a hit's uri"), public=True),
     Op("index", "Index files and folders once, as `deskdex index` does without a daemon (the daemon is the "
                 "one writer): answers when done with the same summary, {indexed, reused, unchanged, removed, "
                 "members, failed, failed_by_reason, seconds, bytes, failures: [{path, reason, message}]}. "

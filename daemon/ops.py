@@ -121,9 +121,9 @@ class Ops:
             return near_duplicates(reader, path, doc)
 
     def duplicates(self, req: Request) -> dict[str, Any]:
-        """The other documents of a search hit's cluster (the tray expands a hit with them). Root's
-        op today; should it become public, a caller other than root gets the others it may read
-        of a document it may read (its readable cluster, index/readable.py), else nothing."""
+        """The other documents of a search hit's cluster (the tray expands a hit with them). A
+        caller other than root gets the others it may read of a document it may read (its
+        readable cluster, index/readable.py), else nothing: as for a document not indexed."""
         uid = self._reader_uid(req.peer)
         with self.daemon.reading() as reader:
             row = reader.get(req.args["uri"])

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from deskdex.converters import Block, Document
+from deskdex.converters import Block, Document, path_to_uri
 from deskdex.converters.limits import Limits
 from deskdex.index import Collection, Row, search
 from deskdex.index.clusters import Clusters
@@ -220,6 +220,10 @@ def test_an_attacker_learns_nothing_of_a_victims_private_files(open_dir: Path):
                     for q in ("zebrafish", "marmalade", "marmalade OR zebrafish", "title:layoffs", "layoffs",
                               "dup:yes", "dup:no", "pier", "harbour OR pier")
                     for extra in ({}, {"all": True})]
+        # The tray's expand, public: the others of a cluster that she may read, nothing of Bob's.
+        secret_name = "2027-layoffs-engineering-dept.txt"
+        requests += [{"op": "duplicates", "uri": path_to_uri(str(p))}
+                     for p in (ha / "pier1.txt", ha / "guess.txt", hb / secret_name, hb / "pier-copy.txt")]
         client = ("import json,socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f=s.makefile('rwb');"
                   "[(f.write(json.dumps(r).encode()+b'\\n'), f.flush(), print(f.readline().decode().strip())) for r in "
                   "json.loads(sys.argv[2])]")
@@ -243,13 +247,13 @@ def test_an_attacker_learns_nothing_of_a_victims_private_files(open_dir: Path):
             raise AssertionError(f"waited for {what}\n{daemon.log.read_text()[-3000:]}")
 
         before = alice()
+        assert [a["result"]["paths"] for a in before[-4:]] == [[str(ha / "pier2.txt")], [], [], []]
         root_before = root_hits("marmalade")
         assert "guess.txt" in {h["title"] for h in before[0]["result"]["hits"]}
 
         # Alice's guess goes; Bob's private files come, then her guess again, the same bytes and dates.
         (ha / "guess.txt").unlink()
         wait(lambda: "guess.txt" not in root_hits("zebrafish"), "guess.txt gone")
-        secret_name = "2027-layoffs-engineering-dept.txt"
         put(hb / secret_name, SECRET, pb, now)
         put(hb / "pier-copy.txt", pier, pb, now)
         put(hb / "jam.txt", "marmalade " * 60 + "zebrafish\n", pb, now)
