@@ -51,7 +51,7 @@ if TYPE_CHECKING:
         source: str  # "files" or "web"
         cluster: int  # 0: in no duplicate cluster
         highlights: list[list[int]] | None  # [start, end) character ranges in snippet; None: no snippets
-        duplicates: int  # other documents of its cluster (0 for another user of an enterprise daemon)
+        duplicates: int  # other documents of its cluster (for another user of an enterprise daemon: that they may read)
 
     class SearchResults(TypedDict):
         total: int
