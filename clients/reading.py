@@ -125,8 +125,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         say(f"  {k}: {v}")
     if info.get("retries"):
         say(f"retrying:  {info['retries']} of them, the next {_when(info['next_retry'])} (deskdex retry: now)")
-    say(f"index:     {_size(info['index_bytes'])} in {os.path.join(home.data_dir, 'tantivy')}")
-    say(f"store:     {_size(info['store_bytes'])} in {os.path.join(home.data_dir, 'catalog.sqlite')}")
+    if info.get("index_bytes") is not None:  # None for another user of an enterprise-mode daemon
+        say(f"index:     {_size(info['index_bytes'])} in {os.path.join(home.data_dir, 'tantivy')}")
+        say(f"store:     {_size(info['store_bytes'])} in {os.path.join(home.data_dir, 'catalog.sqlite')}")
     if info.get("cpu_seconds") is not None:
         say(f"cpu:       {info['cpu_seconds']} s used since start")
     if info.get("last_commit"):

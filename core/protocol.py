@@ -133,7 +133,7 @@ def _job() -> Arg:
 OPS: dict[str, Op] = {op.name: op for op in (
     Op("status", "The daemon's state (with the reason of a stall), queue, counts, failures by reason and when "
                  "the next is tried again, sizes, folders and notes. Another user of an enterprise-mode daemon "
-                 "gets the counts only.",
+                 "gets the counts of what they may read only.",
        Arg("failures", bool, False, "also list every failed file with its reason (root or the owner only)"),
        public=True),
     Op("search", "Ranked hits: {total, hits: [{uri, path, title, snippet, highlights, score, mime, mtime, size, "

@@ -31,6 +31,7 @@ class Ops:
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
         self._counts: tuple[str | None, dict[str, Any], dict[str, int]] | None = None
+        self._counts_for: dict[int, tuple[str | None, dict[str, Any]]] = {}  # another user's, by uid
 
     def handlers(self) -> dict[str, Callable[[Request], Any]]:
         """The server's table: every op of the protocol, each given the checked request."""
@@ -61,10 +62,20 @@ class Ops:
                 # Counting a big catalog takes a while: once per commit, not once per question
                 # (the tray asks every few seconds).
                 self._counts = (last, reader.catalog.counts(), reader.sizes())
-            counts, sizes = dict(self._counts[1]), self._counts[2]
+            counts, sizes = dict(self._counts[1]), dict[str, Any](self._counts[2])
             counts.update(reader.catalog.retries())  # changes without a commit to tantivy: not cached
             if req.args["failures"] and not other:  # no paths of others' files
                 counts["failures"] = reports.failures(reader)
+            if other:
+                # Counts of what this caller may read; none of the totals, which would move with
+                # others' private files.
+                uid = self._reader_uid(req.peer)
+                assert uid is not None
+                if self._counts_for.get(uid, (None,))[0] != last:
+                    self._counts_for[uid] = (last, reader.catalog.counts_for(uid))
+                counts = dict(self._counts_for[uid][1])
+                counts.update({k: None for k in ("texts", "text_bytes", "retries", "next_retry")})
+                sizes = {k: None for k in sizes}
         stall = d.stall
         # The message names the store's path: another user of an enterprise-mode daemon gets the
         # condition alone ("disk full").
@@ -76,6 +87,7 @@ class Ops:
                "converted": d.indexer.converted, "paused": d.paused,
                "uptime": round(time.time() - d.started, 1), "system": d.system}
         if other:
+            out["converted"] = out["cpu_seconds"] = None  # how busy others' files keep it
             for key in ("current", "folders", "offline", "notes", "pid"):
                 out[key] = [] if isinstance(out[key], list) else None
         return out

@@ -377,6 +377,16 @@ class Catalog:
         return {"documents": total, "failed": sum(failed.values()), "failed_by_reason": failed,
                 "texts": texts, "text_bytes": raw}
 
+    def counts_for(self, uid: int) -> dict[str, object]:
+        """``counts`` of the documents ``uid`` may read alone (enterprise mode: the rows' ``readers``,
+        as the index's ``reader IN (uid, -1)`` filter reads them), without the store's totals."""
+        readable = ("readers IS NOT NULL AND (json_extract(readers, '$.everyone') = 1 OR EXISTS "
+                    "(SELECT 1 FROM json_each(readers, '$.uids') WHERE value = ?))")
+        total = self.db.execute(f"SELECT count(*) FROM docs WHERE status='ok' AND {readable}", (uid,)).fetchone()[0]
+        failed = dict(self.db.execute(
+            f"SELECT reason, count(*) FROM docs WHERE status='failed' AND {readable} GROUP BY reason", (uid,)).fetchall())
+        return {"documents": total, "failed": sum(failed.values()), "failed_by_reason": failed}
+
     def retries(self) -> dict[str, object]:
         """How many failures are to be tried again, and when the first is due (quick: an index
         holds them, so a status asked every few seconds may ask each time)."""

@@ -224,6 +224,8 @@ def test_an_attacker_learns_nothing_of_a_victims_private_files(open_dir: Path):
         secret_name = "2027-layoffs-engineering-dept.txt"
         requests += [{"op": "duplicates", "uri": path_to_uri(str(p))}
                      for p in (ha / "pier1.txt", ha / "guess.txt", hb / secret_name, hb / "pier-copy.txt")]
+        # Her status: counts of what she may read, no totals.
+        requests.append({"op": "status"})
         client = ("import json,socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f=s.makefile('rwb');"
                   "[(f.write(json.dumps(r).encode()+b'\\n'), f.flush(), print(f.readline().decode().strip())) for r in "
                   "json.loads(sys.argv[2])]")
@@ -247,7 +249,7 @@ def test_an_attacker_learns_nothing_of_a_victims_private_files(open_dir: Path):
             raise AssertionError(f"waited for {what}\n{daemon.log.read_text()[-3000:]}")
 
         before = alice()
-        assert [a["result"]["paths"] for a in before[-4:]] == [[str(ha / "pier2.txt")], [], [], []]
+        assert [a["result"]["paths"] for a in before[-5:-1]] == [[str(ha / "pier2.txt")], [], [], []]
         root_before = root_hits("marmalade")
         assert "guess.txt" in {h["title"] for h in before[0]["result"]["hits"]}
 
@@ -264,7 +266,11 @@ def test_an_attacker_learns_nothing_of_a_victims_private_files(open_dir: Path):
 
         after = alice()
         for request, b, a in zip(requests, before, after):
+            if request["op"] == "status":  # the daemon's state and clock are everyone's
+                b, a = ({k: v for k, v in x["result"].items() if k not in ("state", "queue", "uptime", "last_commit")}
+                        for x in (b, a))
             assert a == b, request
+        assert after[-1]["result"]["documents"] == 4 and after[-1]["result"]["index_bytes"] is None
 
         # Root: real BM25 (Bob's words changed it) and every duplicate.
         root_after = root_hits("marmalade")
