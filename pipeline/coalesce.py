@@ -8,12 +8,13 @@ disk before the burst in line with the disk after it:
 2. ``Deleted(path, is_dir)``: ``path`` (and everything below it, for a folder) is gone.
 3. ``Changed(path, new_file)``: the file may have new content: index it, or drop it if it is gone
    by then. ``new_file``: another file than before the burst is there: its bytes decide, not its
-   size and mtime.
+   size and mtime. A folder's: walk it.
 4. ``Rescan(path, reason)``: events were lost or the exclusions changed: reconcile ``path``.
 
 Paths recorded before a folder move are rewritten to where they ended up, so step 2 and 3 name
 final paths. A path *born* in the burst (created, not there before) never shows up as a move:
-a temp file renamed over its final name is ``Changed(final)`` and ``Deleted(temp)``.
+a temp file renamed over its final name is ``Changed(final)`` and ``Deleted(temp)``; a folder
+made and renamed is ``Deleted(made)`` and ``Changed(renamed)``, walked.
 
 No path an event named is ever left out, even one that came and went within the burst: the
 daemon applies a batch later than its events happened (while it converts the one before), and by
@@ -137,11 +138,16 @@ class Coalescer:
             # No Moved for a path the catalog never saw, but src is still looked at: an earlier
             # batch may have indexed it meanwhile.
             self._pending[src] = Deleted(src, is_dir)
+            # Looked at where it went, a folder too (walked): the records below a folder need not
+            # name all it holds. A listing of its parent reported it, and the tree can be renamed
+            # before that listing gets into it (a tree moved in and renamed within at once, on a
+            # busy machine: its files went unreported); or what it holds came in an earlier batch,
+            # was indexed under src, and the Deleted above removes it. Nothing else finds them.
+            self._pending[dst] = _CHANGED
             if is_dir:  # files moved into it follow it (the files made in it are rebased above)
                 self._moves = [replace(m, dst=_rebase(m.dst, src, dst)) if _under(m.dst, src) else m
                                for m in self._moves]
             else:
-                self._pending[dst] = _CHANGED
                 self._new.add(dst)
             return
         self._moves.append(Moved(src, dst, is_dir))

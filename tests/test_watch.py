@@ -212,6 +212,50 @@ def test_folder_moved_in_then_its_parent_renamed(watching, tmp_path):
 
 
 @linux
+def test_folder_listed_while_its_tree_is_renamed_is_looked_at_where_it_went(watching, tmp_path, monkeypatch):
+    """What a folder moved in holds is listed while the tree may go on changing: here a folder is
+    listed in its parent, then the parent is renamed and the folder moved elsewhere before the
+    listing gets into it. The folder was reported as made (born), its file not at all, and the
+    coalescer dropped the folder's rename as that of a folder the catalog never saw: nothing
+    named where the file went, and it was never indexed (seed 1402 of test_live_burst, once in
+    CI). The renames happen inside watchdog's listing, so the order is certain."""
+    import watchdog.observers.inotify as watchdog_inotify
+
+    root, sink, _ = watching
+    outside = tmp_path / "outside"
+    (outside / "t" / "p" / "a" / "sub").mkdir(parents=True)
+    f = outside / "t" / "p" / "a" / "sub" / "f.txt"
+    f.write_text("f")
+    t, listed = root / "t", os.fsencode(root / "t" / "p")
+    seen = []
+
+    class RacingOs:  # watchdog's os module, with a walk that the burst overtakes
+        def __getattr__(self, name):
+            return getattr(os, name)
+
+        @staticmethod
+        def walk(top, *args, **kwargs):
+            for item in os.walk(top, *args, **kwargs):
+                yield item
+                if item[0] == listed:
+                    seen.append(item)
+                    if len(seen) == 2:  # the second walk: the listing, after the watches were added
+                        os.rename(t / "p", t / "q")
+                        os.rename(t / "q" / "a", root / "b")
+
+    monkeypatch.setattr(watchdog_inotify, "os", RacingOs())
+    # Unpaired, so watchdog holds it 0.5 s, and the events behind it: its own listing of the
+    # folder moved in (when it hands the event over) comes after the renames.
+    os.rename(root / "docs" / "b.txt", outside / "b.txt")
+    os.rename(outside / "t", t)
+    got = sink.settle()
+    assert len(seen) == 2, f"the walks were not as expected, the test proves nothing: {seen}"
+    final = str(root / "b" / "sub" / "f.txt")
+    looked = [r.dst if isinstance(r, Moved) else r.path for r in got if not isinstance(r, Deleted)]
+    assert any(final == x or final.startswith(x + os.sep) for x in looked), got
+
+
+@linux
 def test_folder_deleted(watching):
     root, sink, _ = watching
     shutil.rmtree(root / "docs")
@@ -423,7 +467,16 @@ def test_coalesce_born_folder_moved_carries_files_moved_into_it():
     c.changed("/r/tmpdir/new.txt", created=True)
     c.moved("/r/tmpdir", "/r/final", is_dir=True)
     assert c.drain() == [Moved("/r/old.txt", "/r/final/old.txt"), Deleted("/r/tmpdir", True),
-                         Changed("/r/final/new.txt", new_file=True)]
+                         Changed("/r/final/new.txt", new_file=True), Changed("/r/final")]
+
+
+def test_coalesce_born_folder_moved_is_looked_at_where_it_went():
+    """Reported as made, with nothing below it (the listing of its parent got no further, or its
+    files came in an earlier batch): renamed, it is walked at its new name."""
+    c = Coalescer()
+    c.born_dir("/r/t/a")
+    c.moved("/r/t/a", "/r/b", is_dir=True)
+    assert c.drain() == [Deleted("/r/t/a", True), Changed("/r/b")]
 
 
 def test_coalesce_save_over_a_file_then_delete_it():
