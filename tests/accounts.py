@@ -9,6 +9,7 @@ everyone may read (``client_env``)."""
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -37,11 +38,13 @@ class Users:
         self.made.append(name)  # before: a failed useradd may still leave a half-made account
         subprocess.run(["useradd", "-m", "-s", "/bin/sh", name], check=True, capture_output=True)
 
-    def create(self) -> None:
+    def create(self) -> tuple[pwd.struct_passwd, pwd.struct_passwd]:
+        """Make the group and accounts a (in the group) and b; their passwd entries."""
         subprocess.run(["groupadd", self.group], check=True, capture_output=True)
         for name, extra in ((self.a, ["-G", self.group]), (self.b, [])):
             subprocess.run(["useradd", "-m", "-s", "/bin/sh", *extra, name], check=True, capture_output=True)
             self.made.append(name)
+        return pwd.getpwnam(self.a), pwd.getpwnam(self.b)
 
     def remove(self) -> None:
         for name in self.made:
@@ -108,3 +111,18 @@ def client_python() -> tuple[str | None, str]:
         return None, (f"{py} is {version}, not Python {sys.version_info[:2]}: no interpreter other users can run "
                       "the client with (this one's compiled packages need the same version)")
     return py, ""
+
+
+def clients_or_skip(folder: Path) -> tuple[str, Path]:
+    """What a test runs clients as accounts with: an interpreter and a readable copy of the
+    packages in ``folder`` (``client_env``); pytest.skip naming what this machine lacks."""
+    import pytest
+
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"missing {', '.join(missing)} (packages passwd, util-linux, acl)")
+    py, why = client_python()
+    if py is None:
+        pytest.skip(why)
+    return py, client_env(folder)[1]
+

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .accounts import IS_ROOT, Users, client_env, client_python, missing_tools, run_as
+from .accounts import IS_ROOT, Users, clients_or_skip, run_as
 from .daemon_fixture import DaemonProcess
 
 pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root: useradd, setpriv, the system daemon")
@@ -94,20 +94,11 @@ print("done")
 
 
 def test_a_local_user_cannot_read_through_the_daemon_nor_stop_it(open_dir: Path):
-    missing = missing_tools()
-    if missing:
-        pytest.skip(f"missing {', '.join(missing)} (packages passwd, util-linux, acl)")
-    py, why = client_python()
-    if py is None:
-        pytest.skip(why)
-    _, lib = client_env(open_dir)
+    py, lib = clients_or_skip(open_dir)
     users = Users()
     daemon = None
     try:
-        users.create()
-        import pwd
-
-        pa, pb = pwd.getpwnam(users.a), pwd.getpwnam(users.b)
+        pa, pb = users.create()
         ha, hb = Path(pa.pw_dir), Path(pb.pw_dir)
         ha.chmod(0o755)
         hb.chmod(0o711)  # the victim's home may be passed through: only the file's mode protects it

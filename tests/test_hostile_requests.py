@@ -39,7 +39,7 @@ from deskdex.errors import BadArgs, ConfigError, QueryError
 from deskdex.index import query as query_language
 from deskdex.paths import Home
 
-from .accounts import IS_ROOT, Users, client_env, client_python, missing_tools
+from .accounts import IS_ROOT, Users, clients_or_skip
 from .daemon_fixture import BUSY_TIMEOUT, DaemonProcess
 
 USER = Peer(1000, 1000, 4242)  # any local user of an enterprise-mode daemon
@@ -585,12 +585,6 @@ class Site:
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     if not IS_ROOT:
         pytest.skip("needs root: accounts made with useradd, clients run as them with setpriv")
-    missing = missing_tools()
-    if missing:
-        pytest.skip(f"missing {', '.join(missing)} (packages passwd, util-linux, acl)")
-    py, why = client_python()
-    if py is None:
-        pytest.skip(why)
     import shutil
     import tempfile
 
@@ -599,7 +593,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     users = Users()
     s = None
     try:
-        _, lib = client_env(root)
+        py, lib = clients_or_skip(root)
         users.create()
         for name in (users.a, users.b):
             Path(pwd.getpwnam(name).pw_dir).chmod(0o700)

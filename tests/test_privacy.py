@@ -21,7 +21,7 @@ import pytest
 from deskdex.daemon import accounts
 from deskdex.index.access import EVERYONE, Acl, AccessChecker, Principal, decode_acl, reader_terms
 
-from .accounts import IS_ROOT, Users, client_env, client_python, missing_tools, run_as
+from .accounts import IS_ROOT, Users, clients_or_skip, run_as
 from .daemon_fixture import DaemonProcess
 
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root: chown to other uids, useradd, setpriv")
@@ -107,21 +107,14 @@ def test_regular_accounts_are_discovered(open_dir: Path):
 
 @needs_root
 def test_system_daemon_serves_each_user_what_they_may_read(open_dir: Path):
-    missing = missing_tools()
-    if missing:
-        pytest.skip(f"missing {', '.join(missing)} (packages passwd, util-linux, acl)")
-    py, why = client_python()
-    if py is None:
-        pytest.skip(why)
-    _, lib = client_env(open_dir)
+    py, lib = clients_or_skip(open_dir)
     users = Users()
     daemon = None
     try:
-        users.create()
+        pa, pb = users.create()
         import grp
         import pwd
 
-        pa, pb = pwd.getpwnam(users.a), pwd.getpwnam(users.b)
         ha, hb = Path(pa.pw_dir), Path(pb.pw_dir)
         ha.chmod(0o700)
         hb.chmod(0o755)

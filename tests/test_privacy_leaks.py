@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import sqlite3
 import time
@@ -23,7 +24,7 @@ from deskdex.index.clusters import Clusters
 from deskdex.index.readable import ReadableClusters
 from deskdex.pipeline.indexer import Indexer
 
-from .accounts import IS_ROOT, Users, client_env, client_python, missing_tools, run_as
+from .accounts import IS_ROOT, Users, clients_or_skip, run_as
 from .daemon_fixture import DaemonProcess
 
 ALICE, BOB = 1001, 1002  # the attacker and the victim
@@ -175,20 +176,11 @@ needs_root = pytest.mark.skipif(not IS_ROOT, reason="makes real accounts and run
 def test_an_attacker_learns_nothing_of_a_victims_private_files(open_dir: Path):
     """Alice probes for a private file of Bob's: a copy of its bytes, the words it holds. Her answers
     are the same, to the byte, before Bob has the file and once the daemon has indexed it."""
-    missing = missing_tools()
-    if missing:
-        pytest.skip(f"missing {', '.join(missing)} (packages passwd, util-linux, acl)")
-    py, why = client_python()
-    if py is None:
-        pytest.skip(why)
-    _, lib = client_env(open_dir)
+    py, lib = clients_or_skip(open_dir)
     users = Users()
     daemon = None
     try:
-        users.create()
-        import pwd
-
-        pa, pb = pwd.getpwnam(users.a), pwd.getpwnam(users.b)
+        pa, pb = users.create()
         ha, hb = Path(pa.pw_dir), Path(pb.pw_dir)
         ha.chmod(0o700)
         hb.chmod(0o755)
