@@ -1,6 +1,8 @@
 """Archives and bundles: ZIP, TAR (plain or compressed), single gzip/bzip2/xz files, WARC, TREC.
 
-Each yields a parent Document, then each member as a ``Member`` whose URI points inside the
+A single compressed file (``notes.txt.gz``, ``ls.1.gz``) is no container: it is one document,
+the file it holds, converted as that file under the compressed file's URI. A container yields
+a parent Document, then each member as a ``Member`` whose URI points inside the
 parent (``a.zip#dir/b.pdf``). Nothing is ever written to disk and no link is followed:
 members are read into memory under ``Limits.member_bytes`` and an expansion ratio, and the
 whole container under a budget (``expansion_ratio`` times its own size), so a zip or gzip
@@ -25,7 +27,7 @@ from typing import IO, Callable, Iterator, Protocol
 
 from .convert import current_limits
 from .document import Document
-from deskdex.errors import ConversionError, CorruptFile, HostileInput, LimitExceeded, SizeLimit
+from deskdex.errors import ConversionError, CorruptFile, HostileInput, SizeLimit
 from .limits import Limits
 from .registry import Member
 from .source import Source
@@ -194,22 +196,22 @@ _OPENERS: dict[str, Callable[[IO[bytes]], io.BufferedIOBase]] = {
 _SUFFIXES = re.compile(r"\.(gz|gzip|bz2|xz|z)$", re.I)
 
 
-def compressed(source: Source, mime: str) -> Iterator[Document | Member]:
-    """A single compressed file: its one member is the file it holds (``notes.txt.gz#notes.txt``)."""
+def compressed(source: Source, mime: str) -> Source:
+    """A single compressed file is one document: the file it holds (``notes.txt.gz`` holds
+    ``notes.txt``), decompressed under the member limit and expansion ratio, and handed back to
+    be converted in its place, by its own converter, under the compressed file's URI."""
     limits = current_limits()
     opener = _OPENERS.get(mime, gzip.open)
-    yield _parent(source, mime)
-    inner = _SUFFIXES.sub("", source.name) if _SUFFIXES.search(source.name) else source.name + ".out"
+    inner = _SUFFIXES.sub("", source.name) if _SUFFIXES.search(source.name) else source.name
     budget = _Budget(source.size(), limits)
     with _opened(source) as f:
-        def read() -> bytes:
+        try:
             with opener(f) as stream:
-                return budget.read(stream, source.size())
-
-        member = _member(source, safe_name(inner, 1), read)
-    if member.error is not None and not isinstance(member.error, LimitExceeded | HostileInput):
-        raise CorruptFile(str(member.error)) from member.error
-    yield member
+                data = budget.read(stream, source.size())
+        except _READ_ERRORS as exc:
+            raise CorruptFile(f"not readable {mime}: {type(exc).__name__}: {exc}") from exc
+    return Source(uri=source.uri, name=safe_name(inner, 1).rsplit("/", 1)[-1], data=data,
+                  depth=source.depth + 1)
 
 
 def warc_members(source: Source, mime: str) -> Iterator[Document | Member]:

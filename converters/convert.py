@@ -87,6 +87,14 @@ def _convert(source: Source, registry: Registry, limits: Limits, out: list[Outco
         if isinstance(result, Document):
             out.append(Outcome(source.uri, _cap(result, limits)))
             return
+        if isinstance(result, Source):
+            # A compressed single file: what it holds is the document, under the file's own URI.
+            start = len(out)
+            _convert(result, registry, limits, out)
+            first = out[start] if len(out) > start else None
+            if first is not None and first.document is not None and first.uri == source.uri:
+                first.document.meta.setdefault("compression", mime)
+            return
         assert isinstance(result, GeneratorType)
         _members(source, result, registry, limits, out)
     except ConversionError as exc:

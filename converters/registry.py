@@ -29,9 +29,10 @@ class Member:
     error: ConversionError | None = None
 
 
-# A converter returns a Document, or for a compound file an iterator that yields the parent
-# Document first and then its Members.
-Result = Union[Document, Iterator[Union[Document, Member]]]
+# A converter returns a Document; for a compound file an iterator that yields the parent
+# Document first and then its Members; for a compressed single file the Source it holds (the
+# file's URI, the decompressed bytes), converted in its place.
+Result = Union[Document, Source, Iterator[Union[Document, Member]]]
 Converter = Callable[[Source, str], Result]
 
 
