@@ -41,10 +41,22 @@ def compound_extension(name: str) -> str:
     return ".".join(parts[-2:]) if len(parts) >= 3 else ""
 
 
+# Formats a suffix names only when the content agrees: numbered suffixes (backup.1) are common.
+_ROFF_MIMES = ("text/troff", "application/x-troff-man", "text/x-troff-man")
+_ROFF = re.compile(rb'''[.'](\\"|[A-Za-z]{1,3}\b|\\}|[ \t]*\n)|\\"''')
+
+
+def looks_like_roff(head: bytes) -> bool:
+    """True when the first line that is not blank is roff: a comment, a request or a macro."""
+    return _ROFF.match(head.lstrip(b"\xef\xbb\xbf").lstrip()) is not None
+
+
 def detect(source: Source, registry: Registry) -> str:
     ext = extension(source.name)
     for suffix in (compound_extension(source.name), ext):
         mime = registry.mime_for_extension(suffix) if suffix else None
+        if mime in _ROFF_MIMES and not looks_like_roff(source.head(8192)):
+            continue
         if mime:
             return mime
     head = source.head(8192)  # the same window the text converter looks at

@@ -58,6 +58,12 @@ SOURCE_LANGUAGES: dict[str, str] = {
     "f90": "fortran", "jl": "julia", "zig": "zig", "nim": "nim",
 }
 
+# Manual pages by section suffix (ls.1, printf.3p, openssl.1ssl): taken for roff only when the file
+# starts as roff does (detect.py), so a notes.1 of plain text stays plain text.
+MAN_SUFFIXES: tuple[str, ...] = (
+    *(str(n) for n in range(1, 10)), *(f"{n}{s}" for n in range(1, 10) for s in ("x", "p", "m", "ssl", "perl", "pm")),
+    "3posix", "n", "man")
+
 FORMATS_BASE: tuple[Format, ...] = (
     Format("Plain text", ("text/plain",), ("txt", "text", "log", "readme", "1st", "me"),
            "deskdex.converters.plaintext:convert", "charset-normalizer"),
@@ -105,6 +111,8 @@ FORMATS_BASE: tuple[Format, ...] = (
     Format("JSON", ("application/json",), ("json", "jsonl", "ndjson", "geojson"), "deskdex.converters.markup:json_text", ""),
     Format("XML", ("application/xml", "text/xml"), ("xml", "xsd", "xsl", "xslt", "rss", "atom", "svg", "docbook"),
            "deskdex.converters.markup:xml_text", "lxml"),
+    Format("Manual page", ("text/troff", "application/x-troff-man", "text/x-troff-man"), MAN_SUFFIXES,
+           "deskdex.converters.manpage:convert", ""),
     Format("E-mail", ("message/rfc822",), ("eml", "msg822"), "deskdex.converters.mail:eml", "email"),
     Format("Mailbox", ("application/mbox",), ("mbox", "mbx"), "deskdex.converters.mail:mbox", "email"),
     Format("ZIP", ("application/zip",), ("zip",), "deskdex.converters.archive:zip_members", "zipfile"),

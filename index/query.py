@@ -48,7 +48,7 @@ TYPE_GROUPS: dict[str, tuple[str, ...]] = {
     "code": ("text/x-source", "text/x-python", "text/x-c", "text/x-java", "text/x-shellscript", "application/javascript",
              "application/json", "application/xml", "text/xml"),
     "web": ("text/html", "application/xhtml+xml"),
-    "text": ("text/plain", "text/markdown", "text/x-rst"),
+    "text": ("text/plain", "text/markdown", "text/x-rst", "text/troff"),
     "archive": ("application/zip", "application/x-tar", "application/gzip", "application/x-bzip2", "application/x-xz",
                 "application/warc"),
 }

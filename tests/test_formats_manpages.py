@@ -79,3 +79,131 @@ def test_a_compressed_tar_stays_a_container(tmp_path: Path) -> None:
     q.write_bytes(buf.getvalue())
     assert [o.uri for o in convert(Source.from_path(q))] == [Source.from_path(q).uri,
                                                              Source.from_path(q).uri + "#inside.txt"]
+
+
+# --- man pages ----------------------------------------------------------------------------------
+
+PAGE = r""".\" A page written for this test: comments, strings and layout requests must all vanish.
+.de XX
+.ft B
+..
+.ds Vw 4.2
+.TH HARBOURCTL 1 "2026-12-01" "harbour \*(Vw" "User Commands"
+.SH NAME
+harbourctl \- steer the \fBharbour\fP pilot boats
+.SH SYNOPSIS
+.B harbourctl
+[\fB\-v\fR]
+.I berth
+.SH DESCRIPTION
+.B harbourctl
+moves a \fIpilot boat\fR to its \(lqberth\(rq \(em with the tide\e.
+.if n \{\
+.ds secret not shown
+.\}
+.PP
+Text after a \-\-double dash and a non\-breaking\ space, size \s-1small\s0.
+.SS Options
+.TP
+.BR \-v ", " \-\-verbose
+Say what the boat does.
+.IP \(bu 4
+a bullet point about lighthouses
+.RS
+.nf
+  preformatted   spacing kept
+.fi
+.RE
+.SH "SEE ALSO"
+.BR tide (5),
+.UR https://example.org/harbour
+the harbour site
+.UE .
+"""
+
+
+def test_a_man_page_is_tagged_text(tmp_path: Path) -> None:
+    p = tmp_path / "harbourctl.1"
+    p.write_text(PAGE)
+    [out] = convert(Source.from_path(p))
+    doc = out.document
+    assert doc is not None and doc.mime == "text/troff"
+    assert doc.title == "harbourctl(1)" and doc.meta["description"] == "steer the harbour pilot boats"
+    assert doc.meta["man_section"] == "1"
+    assert [(h.level, h.text) for h in doc.headings()] == [
+        (1, "NAME"), (1, "SYNOPSIS"), (1, "DESCRIPTION"), (2, "Options"), (1, "SEE ALSO")]
+    text = doc.text()
+    assert "harbourctl [-v] berth" in text
+    assert "moves a pilot boat to its \u201cberth\u201d \u2014 with the tide\\." in text
+    assert "Text after a --double dash and a non-breaking space, size small." in text
+    assert "-v, --verbose" in text and "Say what the boat does." in text
+    assert "a bullet point about lighthouses" in text and "  preformatted   spacing kept" in text
+    assert "tide(5)," in text and "the harbour site" in text
+    for roff in ("\\f", "\\-", "\\(", "\\e", "\\s", ".TP", ".B ", ".nf", ".RS", ".de", ".ds", "secret", 'A page written'):
+        assert roff not in text, roff
+    runs = [(r.style, r.text) for b in doc.blocks for r in b.runs]
+    assert ("strong", "harbourctl") in runs and ("em", "pilot boat") in runs and ("em", "berth") in runs
+    assert any(r.href == "https://example.org/harbour" for r in doc.links())
+    assert any(b.kind == "pre" for b in doc.blocks) and any(b.kind == "li" for b in doc.blocks)
+
+
+def test_an_mdoc_page(tmp_path: Path) -> None:
+    p = tmp_path / "moor.8"
+    p.write_text(".Dd December 1, 2026\n.Dt MOOR 8\n.Os\n.Sh NAME\n.Nm moor\n.Nd tie a boat to the quay\n"
+                 ".Sh SYNOPSIS\n.Nm\n.Op Fl f\n.Ar rope\n.Sh DESCRIPTION\nThe\n.Nm\nutility ties a boat.\n"
+                 ".Bl -tag -width Ds\n.It Fl f\nForce the knot.\n.El\n.Ss Knots\nSee\n.Xr knot 7 .\n")
+    [out] = convert(Source.from_path(p))
+    doc = out.document
+    assert doc is not None and doc.title == "moor(8)" and doc.meta["description"] == "tie a boat to the quay"
+    assert [(h.level, h.text) for h in doc.headings()] == [(1, "NAME"), (1, "SYNOPSIS"), (1, "DESCRIPTION"),
+                                                           (2, "Knots")]
+    text = doc.text()
+    assert "moor [-f] rope" in text and "The moor utility ties a boat." in text
+    assert "-f Force the knot." in text and "knot(7)" in text
+    assert not [line for line in text.splitlines() if line.startswith(".") or "\\" in line]
+
+
+def test_a_gzipped_man_page_through_the_cli(cli: CLI, tmp_path: Path) -> None:
+    t = tmp_path / "man" / "man1"
+    t.mkdir(parents=True)
+    (t / "harbourctl.1.gz").write_bytes(gzip.compress(PAGE.encode()))
+    summary = cli.json("index", str(tmp_path / "man"))
+    assert summary["indexed"] == 1 and summary["failed"] == 0
+    [hit] = hits(cli, "lighthouses")
+    assert hit["uri"] == (t / "harbourctl.1.gz").as_uri() and hit["title"] == "harbourctl(1)"
+    assert hit["size"] == (t / "harbourctl.1.gz").stat().st_size and hit["mime"] == "text/troff"
+    shown = cli.run("show", str(t / "harbourctl.1.gz")).stdout
+    assert '<h level="1">DESCRIPTION</h>' in shown and "\\f" not in shown
+
+
+def test_a_real_man_page_from_the_system() -> None:
+    pages = [p for p in (Path("/usr/share/man/man1") / n for n in ("ls.1.gz", "gzip.1.gz", "tar.1.gz", "cp.1.gz"))
+             if p.is_file()]
+    if not pages:
+        pytest.skip("no gzip'd man page in /usr/share/man/man1 (man-db pages not installed)")
+    page = pages[0]
+    [out] = convert(Source.from_path(page))
+    doc = out.document
+    assert doc is not None and doc.mime == "text/troff" and doc.meta["compression"] == "application/gzip"
+    name = page.name.split(".")[0]
+    assert doc.title == f"{name}(1)" and doc.meta["description"]
+    headings = [h.text for h in doc.headings()]
+    assert headings[:2] == ["NAME", "SYNOPSIS"] and "DESCRIPTION" in headings
+    text = doc.text()
+    assert not [line for line in text.splitlines() if line.startswith(".")]
+    assert "\\f" not in text and "\\-" not in text
+
+
+@pytest.mark.parametrize("content", [b"notes for the first meeting\n\nbring the charts\n",
+                                     b"...and then the charts\n", b"'Twas a calm night\n"])
+def test_a_numbered_file_that_is_not_roff_stays_text(tmp_path: Path, content: bytes) -> None:
+    p = tmp_path / "notes.1"
+    p.write_bytes(content)
+    [out] = convert(Source.from_path(p))
+    assert out.document is not None and out.document.mime == "text/plain"
+    assert content.decode().split("\n")[0] in out.document.text()
+    # A binary file with such a suffix is found by its name, as before.
+    q = tmp_path / "backup.2"
+    q.write_bytes(bytes(range(256)) * 4)
+    [bin_out] = convert(Source.from_path(q))
+    assert bin_out.document is not None and bin_out.document.meta.get("content") == "none"
