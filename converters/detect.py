@@ -42,6 +42,7 @@ def compound_extension(name: str) -> str:
 
 
 # Formats a suffix names only when the content agrees: numbered suffixes (backup.1) are common.
+_MAN_SECTION = re.compile(r"[1-9][a-z]{0,8}")
 _ROFF_MIMES = ("text/troff", "application/x-troff-man", "text/x-troff-man")
 _ROFF = re.compile(rb'''[.'](\\"|[A-Za-z]{1,3}\b|\\}|[ \t]*\n)|\\"''')
 
@@ -60,6 +61,9 @@ def detect(source: Source, registry: Registry) -> str:
         if mime:
             return mime
     head = source.head(8192)  # the same window the text converter looks at
+    # Any manual section suffix (printf.3const, open_how.2type), when the content is roff.
+    if _MAN_SECTION.fullmatch(ext) and _ROFF_MIMES[0] in registry.by_mime and looks_like_roff(head):
+        return _ROFF_MIMES[0]
     sniffed = sniff(head)
     # "text/plain" is a weak guess: a hint from outside (HTTP, a mail part) knows better.
     if sniffed == "text/plain" and source.mime and source.mime in registry.by_mime:

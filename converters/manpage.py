@@ -64,6 +64,8 @@ _IGNORED_MDOC = {"Dd", "Os", "Bk", "Ek", "Bf", "Ef", "Db", "Rs", "Re", "Sm", "Tg
 _SKIP_BLOCKS = ("de", "de1", "am", "ami", "ig", "am1", "dei")
 _TEXT_MACROS = {"B": "strong", "I": "em", "SB": "strong", "SM": "", "R": "", "CW": "code"}
 _ROFF_START = re.compile(r"^(?:\.|')")
+_TBL_FORMAT = re.compile(r"[lrcnasLRCNAS^_=|tTbBiIfFwWeEuUvVpPzZxXdD0-9()., \t-]*")
+_EXPANSION = 100_000  # characters strings may add to one line
 _TOKEN = re.compile(r'"((?:[^"]|"")*)"?|(\S+)')
 
 
@@ -130,10 +132,37 @@ class _Page:
             name, rest = name.split("\t", 1)[0], rest.strip()
             if name in _SKIP_BLOCKS:
                 _skip_block(lines, rest)
+            elif name == "TS":
+                self.table(lines)
             elif name in ("if", "ie", "el", "while"):
                 _skip_conditional(lines, body)
             else:
                 self.macro(name, rest)
+
+    def table(self, lines: Iterator[str]) -> None:
+        """A tbl(1) table, ``.TS`` to ``.TE``: its layout lines dropped, each cell a table cell."""
+        self.flush()
+        layout = first = True
+        tab = "\t"
+        for line in lines:
+            if line.startswith((".TE", "'TE")):
+                return
+            if layout and first and line.rstrip().endswith(";"):  # the options line
+                m = re.search(r"tab\s*\((.)\)", line)
+                tab = m.group(1) if m else tab
+                first = False
+                continue
+            first = False
+            if layout and _TBL_FORMAT.fullmatch(line):
+                layout = not line.rstrip().endswith(".")
+                continue
+            layout = False
+            if _ROFF_START.match(line) or line.strip() in ("_", "=", "T}", "T{"):
+                continue
+            for cell in line.split(tab):
+                text = re.sub(r"\s+", " ", self.inline_text(cell.replace("T{", "").replace("T}", ""))).strip()
+                if text and text not in ("_", "="):
+                    self.doc.add("td", text)
 
     def text_line(self, runs: list[Inline]) -> None:
         if self.runs and not self.runs[-1].text.endswith((" ", "\n")):
@@ -189,7 +218,7 @@ class _Page:
             m = re.match(r"(.*?)\s+[-\u2013\u2014]+\s+(.*)", line) or re.match(r"(.*?)\s*-\s+(.*)", line)
             if m:
                 names, desc = m.group(1), m.group(2)
-            self.name = self.name or names.split(",")[0].strip()
+            self.name = self.name or names.split(",")[0].strip().rstrip(" -\u2013\u2014")
             self.description = self.description or desc.strip()
         self.in_name = False
         self.name_text = []
@@ -272,6 +301,10 @@ class _Page:
         elif name == "MR" and args:
             runs = self.inline(args[0], "em") + [Inline(f"({args[1]})" if len(args) > 1 else "")]
             self.text_line(runs + ([Inline(args[2])] if len(args) > 2 else []))
+        elif name == "so" and args:  # a page that is another's: say which
+            page = args[0].rsplit("/", 1)[-1]
+            m = re.fullmatch(r"(.+)\.(\d\w*)(?:\.\w+)?", page)
+            self.text_line([Inline(f"{m.group(1)}({m.group(2)})" if m else page)])
         elif name in ("UR", "MT"):
             self.href = ("mailto:" if name == "MT" else "") + (self.inline_text(args[0]) if args else "")
             self.link_start = len(self.runs)
@@ -367,7 +400,7 @@ class _Page:
                 buf.clear()
             font = new
 
-        for kind, value in _escapes(text, self.strings):
+        for kind, value in _escapes(text, self.strings, [_EXPANSION]):
             if kind == "font":
                 new = _FONTS.get(value, "") if value not in ("P", "R", "") or style is None else style
                 cut(new)
@@ -379,8 +412,9 @@ class _Page:
         return runs
 
 
-def _escapes(text: str, strings: dict[str, str], depth: int = 0) -> Iterator[tuple[str, str]]:
-    """("text", s) and ("font", name) pieces of a line of roff text."""
+def _escapes(text: str, strings: dict[str, str], budget: list[int], depth: int = 0) -> Iterator[tuple[str, str]]:
+    """("text", s) and ("font", name) pieces of a line of roff text; strings are expanded within
+    ``budget`` characters a line (a string of strings of strings must not grow without end)."""
     i, n = 0, len(text)
     while i < n:
         j = text.find("\\", i)
@@ -404,8 +438,10 @@ def _escapes(text: str, strings: dict[str, str], depth: int = 0) -> Iterator[tup
                 yield "text", _CHARS.get(name, "")
         elif c == "*":
             name, i = _name(text, i)
-            if depth < 8:
-                yield from _escapes(strings.get(name, ""), strings, depth + 1)
+            value = strings.get(name, "")
+            budget[0] -= len(value)
+            if depth < 8 and budget[0] >= 0:
+                yield from _escapes(value, strings, budget, depth + 1)
         elif c == "s":
             m = re.match(r"[-+]?(\(\d\d|\[[^\]]*\]|'[^']*'|\d)?", text[i:])
             i += m.end() if m else 0

@@ -207,3 +207,33 @@ def test_a_numbered_file_that_is_not_roff_stays_text(tmp_path: Path, content: by
     q.write_bytes(bytes(range(256)) * 4)
     [bin_out] = convert(Source.from_path(q))
     assert bin_out.document is not None and bin_out.document.meta.get("content") == "none"
+
+
+def test_other_section_suffixes_so_pages_and_string_bombs(tmp_path: Path) -> None:
+    p = tmp_path / "EXIT_FAILURE.3const"
+    p.write_text(".TH EXIT_FAILURE 3const\n.SH NAME\nEXIT_FAILURE \\- unsuccessful exit status\n")
+    [out] = convert(Source.from_path(p))
+    assert out.document is not None and out.document.title == "EXIT_FAILURE(3const)"
+    # A page that only points at another says which.
+    q = tmp_path / "init.1"
+    q.write_text(".so man1/systemd.1\n")
+    [out] = convert(Source.from_path(q))
+    assert out.document is not None and out.document.title == "init" and "systemd(1)" in out.document.text()
+    # Strings of strings of strings: expanded within a bound, quickly.
+    r = tmp_path / "laughs.1"
+    lines = [".ds a0 ha"] + [f".ds a{i} " + f"\\*[a{i - 1}]" * 10 for i in range(1, 9)]
+    r.write_text("\n".join(lines) + "\n.TH LAUGHS 1\n.SH NAME\nlaughs \\- \\*[a8]\n")
+    [out] = convert(Source.from_path(r))
+    assert out.document is not None and len(out.document.text()) < 300_000
+
+
+def test_a_tbl_table_in_a_man_page(tmp_path: Path) -> None:
+    p = tmp_path / "tides.5"
+    p.write_text(".TH TIDES 5\n.SH NAME\ntides \\- tide table\n.SH TABLE\n.TS\ntab(:) allbox;\nlb l\nl l.\n"
+                 "Port:High water\n\\fBDover\\fR:06\\(en07\nT{\nlong cell\nT}:short\n.TE\nAfter the table.\n")
+    [out] = convert(Source.from_path(p))
+    doc = out.document
+    assert doc is not None
+    assert [b.text for b in doc.blocks if b.kind == "td"] == [
+        "Port", "High water", "Dover", "06\u201307", "long cell", "short"]
+    assert "allbox" not in doc.text() and "lb l" not in doc.text() and "After the table." in doc.text()
