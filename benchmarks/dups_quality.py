@@ -39,7 +39,7 @@ FP_ONLY = (0.3, 0.5)  # the patent's method alone, for comparison
 
 
 def text_of(path: str) -> tuple[str, str]:
-    """(main text, boilerplate) of a file, decompressing .gz the way an archive member is."""
+    """(main text, boilerplate) of a file, decompressing .gz the way a compressed file is converted."""
     if path.endswith(".gz"):
         name = os.path.basename(path)[:-3]
         src = Source(uri=path_to_uri(path), name=name, data=gzip.decompress(open(path, "rb").read()))

@@ -58,11 +58,10 @@ SOURCE_LANGUAGES: dict[str, str] = {
     "f90": "fortran", "jl": "julia", "zig": "zig", "nim": "nim",
 }
 
-# Manual pages by section suffix (ls.1, printf.3p, openssl.1ssl): taken for roff only when the file
-# starts as roff does (detect.py), so a notes.1 of plain text stays plain text.
-MAN_SUFFIXES: tuple[str, ...] = (
-    *(str(n) for n in range(1, 10)), *(f"{n}{s}" for n in range(1, 10) for s in ("x", "p", "m", "ssl", "perl", "pm")),
-    "3posix", "n", "man")
+# Manual pages by section suffix (ls.1, intro.n, foo.man): taken for roff only when the file starts as
+# roff does, so a notes.1 of plain text stays plain text; any other section suffix (printf.3p,
+# openssl.1ssl, EXIT_FAILURE.3const) is a man page when it starts as roff (detect.py).
+MAN_SUFFIXES: tuple[str, ...] = (*(str(n) for n in range(1, 10)), "n", "man")
 
 FORMATS_BASE: tuple[Format, ...] = (
     Format("Plain text", ("text/plain",), ("txt", "text", "log", "readme", "1st", "me"),
