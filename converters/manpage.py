@@ -45,7 +45,7 @@ _STRINGS = {"lq": "\u201c", "rq": "\u201d", "R": "\u00ae", "Tm": "\u2122", "C+":
 _FONTS = {"B": "strong", "I": "em", "R": "", "P": "", "BI": "strong", "CB": "strong", "CW": "code", "C": "code",
           "CR": "code", "CI": "em", "TT": "code", "1": "", "2": "em", "3": "strong", "4": "strong"}
 # Escapes with a delimited argument (\h'1n', \w'text') or one name argument (\kx, \gx): dropped.
-_DELIMITED = set("hvwoblLDXxRSHZANCY")
+_DELIMITED = set("hvwoblLDXxRSHZANC")
 _NAMED = set("kgmMFVOYn")
 _ALTERNATING = {"BR": ("strong", ""), "RB": ("", "strong"), "BI": ("strong", "em"), "IB": ("em", "strong"),
                 "IR": ("em", ""), "RI": ("", "em")}
@@ -57,10 +57,10 @@ _MDOC_WORDS = {"Bx": "BSD", "Bsx": "BSD/OS", "Fx": "FreeBSD", "Nx": "NetBSD", "O
                "Op": "", "Ns": "", "Pf": "", "No": "", "Xo": "", "Xc": "", "Ta": "", "Do": "", "Dc": "",
                "Qo": "", "Qc": "", "So": "", "Sc": "", "Po": "(", "Pc": ")", "Bro": "{", "Brc": "}", "Oo": "[",
                "Oc": "]", "Eo": "", "Ec": "", "Ao": "<", "Ac": ">", "Aq": "", "Bq": "", "Brq": "", "Eq": "",
-               "Sx": "", "Xr": "", "Tn": "", "Lk": "", "Ux2": ""}
+               "Sx": "", "Xr": "", "Tn": "", "Lk": ""}
 _ENCLOSE = {"Op": ("[", "]"), "Pq": ("(", ")"), "Dq": ("\u201c", "\u201d"), "Qq": ('"', '"'), "Sq": ("\u2018", "\u2019"),
             "Aq": ("<", ">"), "Bq": ("[", "]"), "Brq": ("{", "}")}
-_IGNORED_MDOC = {"Dd", "Os", "Bk", "Ek", "Bf", "Ef", "Db", "Rs", "Re", "Sm", "Tg", "Ud", "Bt", "In", "Ft2"}
+_IGNORED_MDOC = {"Dd", "Os", "Bk", "Ek", "Bf", "Ef", "Db", "Rs", "Re", "Sm", "Tg", "Ud", "Bt", "In"}
 _SKIP_BLOCKS = ("de", "de1", "am", "ami", "ig", "am1", "dei")
 _TEXT_MACROS = {"B": "strong", "I": "em", "SB": "strong", "SM": "", "R": "", "CW": "code"}
 _ROFF_START = re.compile(r"^(?:\.|')")
