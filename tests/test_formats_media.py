@@ -307,5 +307,6 @@ def test_index_and_search_photos_and_music(cli: CLI, tmp_path: Path) -> None:
     assert found("canon") == ["DSC_0042.jpg"]
     assert found("holiday") == ["DSC_0042.jpg"]
     assert found("brubeck") == ["take5.wav"]
+    assert found("type:audio") == ["take5.wav"] and found("type:image") == ["DSC_0042.jpg"]
     hit = cli.json("search", "Take", "Five")["hits"][0]
     assert hit["title"] == "Take Five"
