@@ -244,6 +244,56 @@ def test_ogg_vorbis_and_opus(tmp_path: Path) -> None:
     assert sniff(opus.read_bytes()[:64]) == "audio/opus"
 
 
+def test_m4a_atoms(tmp_path: Path) -> None:
+    from mutagen.mp4 import MP4
+
+    def atom(name: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", 8 + len(body)) + name + body
+
+    def full(name: bytes, body: bytes) -> bytes:
+        return atom(name, b"\x00" * 4 + body)
+
+    rate = 44100
+    mp4a = atom(b"mp4a", b"\x00" * 6 + struct.pack(">H", 1) + b"\x00" * 8
+                + struct.pack(">HHHHI", 2, 16, 0, 0, rate << 16) + atom(b"free", b""))
+    mdia = atom(b"mdia", full(b"mdhd", struct.pack(">IIIIHH", 0, 0, rate, rate * 7, 0, 0))
+                + full(b"hdlr", b"\x00" * 4 + b"soun" + b"\x00" * 13)
+                + atom(b"minf", atom(b"stbl", full(b"stsd", struct.pack(">I", 1) + mp4a))))
+    moov = atom(b"moov", full(b"mvhd", struct.pack(">IIII", 0, 0, 1000, 7000) + b"\x00" * 80)
+                + atom(b"trak", mdia))
+    p = tmp_path / "night.m4a"
+    p.write_bytes(atom(b"ftyp", b"M4A \x00\x00\x00\x00M4A isom") + moov + atom(b"mdat", b"\x00" * 16))
+    m = MP4(p)
+    m["\xa9nam"], m["\xa9ART"], m["\xa9alb"], m["\xa9cmt"] = ["Night Train"], ["Oscar Peterson"], ["Trio"], ["live"]
+    m.save()
+    doc = one(p)
+    assert doc.mime == "audio/mp4" and doc.title == "Night Train"
+    assert doc.meta["author"] == "Oscar Peterson" and doc.meta["album"] == "Trio"
+    assert "Comment: live" in doc.text() and doc.meta["duration"] == "7"
+    assert sniff(p.read_bytes()[:64]) == "audio/mp4"
+
+
+def test_aiff_with_id3(tmp_path: Path) -> None:
+    from mutagen.aiff import AIFF
+
+    rate, frames = 8000, 8000 * 4
+    exponent = rate.bit_length() - 1  # the rate as an 80-bit IEEE extended float
+    comm = struct.pack(">hIh", 1, frames, 16) + struct.pack(">HQ", 16383 + exponent, rate << (63 - exponent))
+    ssnd = b"\x00" * (8 + frames * 2)
+    body = b"AIFF" + b"COMM" + struct.pack(">I", len(comm)) + comm + b"SSND" + struct.pack(">I", len(ssnd)) + ssnd
+    p = tmp_path / "harbour.aiff"
+    p.write_bytes(b"FORM" + struct.pack(">I", len(body)) + body)
+    a = AIFF(p)
+    a.add_tags()
+    for frame in id3_frames("Foghorn", "Harbour Master", "Sounds of the Sea"):
+        a.tags.add(frame)
+    a.save()
+    doc = one(p)
+    assert doc.mime == "audio/aiff" and doc.title == "Foghorn"
+    assert doc.meta["author"] == "Harbour Master" and "Duration: 0:04" in doc.text()
+    assert sniff(p.read_bytes()[:64]) == "audio/aiff"
+
+
 @pytest.mark.parametrize("name,data", [
     ("cut.jpg", b"\xff\xd8\xff\xe0\x00\x10JFIF"),
     ("cut.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00"),
@@ -271,6 +321,28 @@ def test_decompression_bomb_is_hostile(tmp_path: Path) -> None:
                   + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b""))
     outcomes = convert(Source.from_path(p))
     assert outcomes[0].reason == "hostile", outcomes[0].message
+    # A compressed text chunk that expands past Pillow's limit for one chunk.
+    buf = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(buf, "PNG")
+    raw = buf.getvalue()
+    at = raw.index(b"IDAT") - 4
+    p.write_bytes(raw[:at] + chunk(b"zTXt", b"Comment\x00\x00" + zlib.compress(b"a" * 20_000_000)) + raw[at:])
+    outcomes = convert(Source.from_path(p))
+    assert outcomes[0].reason == "hostile", outcomes[0].message
+
+
+def test_photo_inside_a_zip(tmp_path: Path) -> None:
+    import zipfile
+
+    buf = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(buf, "JPEG", exif=camera_exif())
+    p = tmp_path / "trip.zip"
+    with zipfile.ZipFile(p, "w") as zf:
+        zf.writestr("day1/beach.jpg", buf.getvalue())
+    outcomes = convert(Source.from_path(p))
+    assert [o.ok for o in outcomes] == [True, True]
+    assert outcomes[1].uri.endswith("#day1/beach.jpg") and outcomes[1].document is not None
+    assert outcomes[1].document.meta["camera"] == "Canon EOS 5D"
 
 
 def test_sniffed_without_suffix() -> None:
