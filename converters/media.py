@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 import warnings
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from .document import Document
 from deskdex.errors import CorruptFile, HostileInput
@@ -90,12 +90,15 @@ def _tag_items(tags: Any) -> Iterator[tuple[str, list[str]]]:
     """(key, text values) of any of mutagen's tag containers; pictures and numbers left out."""
     if tags is None:
         return
+    from mutagen.apev2 import APETextValue
     from mutagen.id3 import ID3
 
     if isinstance(tags, ID3):
         for frame in tags.values():  # type: ignore[no-untyped-call]  # an unannotated DictProxy
             if frame.FrameID == "TCON":
                 yield "tcon", [_short(g) for g in frame.genres]
+            elif frame.FrameID == "COMM" and frame.desc.startswith("iTun"):
+                continue  # iTunes' normalisation and gapless numbers, not a comment
             elif hasattr(frame, "text"):
                 yield frame.FrameID, [_short(str(t)) for t in frame.text]
         return
@@ -116,8 +119,8 @@ def _tag_items(tags: Any) -> Iterator[tuple[str, list[str]]]:
             v = getattr(v, "value", v)  # ASF attributes
             if isinstance(v, str):
                 texts.append(_short(v))
-            elif hasattr(v, "kind") and not isinstance(v, (bytes, bytearray)):  # APEv2 text values
-                texts.append(_short(str(v)))
+            elif isinstance(v, APETextValue):
+                texts.extend(_short(t) for t in v)
         yield key, texts
 
 
@@ -128,9 +131,10 @@ def image(source: Source, mime: str) -> Document:
     with source.open() as f:
         try:
             with warnings.catch_warnings():
-                # Only the header is read, so a large image costs nothing here: the warning is for
-                # decoding. An image past twice the limit (DecompressionBombError) is refused.
-                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                # Pillow warns of corrupt EXIF and skips it, and of a large image, for decoding it:
+                # only the header is read here. One past twice the limit (DecompressionBombError)
+                # is refused.
+                warnings.simplefilter("ignore")
                 with Image.open(f, formats=_IMAGE_FORMATS) as im:
                     doc = _image_doc(im, source, mime)
         except Image.DecompressionBombError as exc:
@@ -147,8 +151,6 @@ def image(source: Source, mime: str) -> Document:
 
 
 def _image_doc(im: Any, source: Source, mime: str) -> Document:
-    from PIL import ExifTags, IptcImagePlugin
-
     found: dict[str, list[str]] = {}
 
     def put(field: str, values: Iterable[object]) -> None:
@@ -157,49 +159,12 @@ def _image_doc(im: Any, source: Source, mime: str) -> Document:
             if text and text not in found.setdefault(field, []):
                 found[field].append(text)
 
-    # EXIF: a PNG's is read only when it came before the pixels (else Pillow would decode them).
-    exif = im.getexif() if (im.format != "PNG" or "exif" in im.info) else None
-    if exif:
-        base, sub = ExifTags.Base, exif.get_ifd(ExifTags.IFD.Exif)
-        put("title", [_utf16(exif.get(0x9C9B))])  # XPTitle
-        make, model = _text(exif.get(base.Make)), _text(exif.get(base.Model))
-        if model and make and model.lower().startswith(make.lower().split()[0]):
-            make = ""  # "Canon" and "Canon EOS 5D"
-        put("camera", [" ".join(x for x in (make, model) if x)])
-        put("lens", [sub.get(base.LensModel)])
-        put("taken", [_exif_date(sub.get(base.DateTimeOriginal) or exif.get(base.DateTime))])
-        put("description", [exif.get(base.ImageDescription), _utf16(exif.get(0x9C9F))])  # XPSubject
-        put("comment", [_user_comment(sub.get(base.UserComment)), _utf16(exif.get(0x9C9C))])  # XPComment
-        put("artist", [exif.get(base.Artist), _utf16(exif.get(0x9C9D))])  # XPAuthor
-        put("keywords", _split(_utf16(exif.get(0x9C9E))))  # XPKeywords
-        put("copyright", [exif.get(base.Copyright)])
-        put("software", [exif.get(base.Software)])
-    # XMP (Dublin Core): needs defusedxml, which Pillow uses when it is installed.
-    try:
-        xmp = im.getxmp()
-    except (ValueError, SyntaxError, LookupError):  # malformed XML: the rest still counts
-        xmp = {}
-    for key, field in (("title", "title"), ("description", "description"), ("subject", "keywords"),
-                       ("creator", "artist"), ("rights", "copyright")):
-        put(field, _xmp_values(xmp, key))
-    # IPTC (JPEG's Photoshop block, TIFF's tag 33723).
-    iptc = IptcImagePlugin.getiptcinfo(im) if im.format in ("JPEG", "MPO", "TIFF") else None
-    if isinstance(iptc, dict):
-        for record, field in (((2, 5), "title"), ((2, 105), "title"), ((2, 120), "description"),
-                              ((2, 25), "keywords"), ((2, 80), "artist"), ((2, 116), "copyright")):
-            v = iptc.get(record)
-            put(field, v if isinstance(v, list) else [v])
-    # PNG text chunks (tEXt, zTXt, iTXt), GIF and JPEG comments.
-    if im.format == "PNG":
-        for key, value in im.info.items():
-            if isinstance(value, str) and key != "XML:com.adobe.xmp":
-                field = {"title": "title", "description": "description", "author": "artist",
-                         "copyright": "copyright", "creation time": "taken", "software": "software"}.get(
-                    key.lower(), "comment" if key.lower() == "comment" else key)
-                put(field, [value])
-    elif isinstance(im.info.get("comment"), (bytes, str)):
-        put("comment", [im.info["comment"]])
-
+    # Each source of metadata on its own: a broken EXIF block leaves the XMP and the rest readable.
+    for read in (_exif, _xmp, _iptc, _text_chunks):
+        try:
+            read(im, put)
+        except _BROKEN:
+            pass
     doc = Document(uri=source.uri, mime=mime)
     title = " / ".join(found.pop("title", []))
     lines = (("camera", "Camera"), ("lens", "Lens"), ("taken", "Taken"), ("description", "Description"),
@@ -222,6 +187,69 @@ def _image_doc(im: Any, source: Source, mime: str) -> Document:
     doc.meta["dimensions"] = f"{w}x{h}"
     doc.settle_title(title, source.name)
     return doc
+
+
+_BROKEN = (ValueError, SyntaxError, LookupError, OSError, EOFError, OverflowError, struct.error)
+_PNG_KEYS = {"title": "title", "description": "description", "author": "artist", "copyright": "copyright",
+             "creation time": "taken", "software": "software", "comment": "comment", "keywords": "keywords"}
+
+
+def _exif(im: Any, put: Callable[[str, Iterable[object]], None]) -> None:
+    from PIL import ExifTags
+
+    # A PNG's EXIF is read only when it came before the pixels (else Pillow would decode them).
+    if im.format == "PNG" and "exif" not in im.info and "Raw profile type exif" not in im.info:
+        return
+    exif = im.getexif()
+    if not exif:
+        return
+    base, sub = ExifTags.Base, exif.get_ifd(ExifTags.IFD.Exif)
+    put("title", [_utf16(exif.get(0x9C9B))])  # XPTitle
+    make, model = _text(exif.get(base.Make)), _text(exif.get(base.Model))
+    if model and make and model.lower().startswith(make.lower().split()[0]):
+        make = ""  # "Canon" and "Canon EOS 5D"
+    put("camera", [" ".join(x for x in (make, model) if x)])
+    put("lens", [sub.get(base.LensModel)])
+    put("taken", [_exif_date(sub.get(base.DateTimeOriginal) or exif.get(base.DateTime))])
+    put("description", [exif.get(base.ImageDescription), _utf16(exif.get(0x9C9F))])  # XPSubject
+    put("comment", [_user_comment(sub.get(base.UserComment)), _utf16(exif.get(0x9C9C))])  # XPComment
+    put("artist", [exif.get(base.Artist), _utf16(exif.get(0x9C9D))])  # XPAuthor
+    put("keywords", _split(_utf16(exif.get(0x9C9E))))  # XPKeywords
+    put("copyright", [exif.get(base.Copyright)])
+    put("software", [exif.get(base.Software)])
+
+
+def _xmp(im: Any, put: Callable[[str, Iterable[object]], None]) -> None:
+    """Dublin Core from the XMP packet (Pillow parses it with defusedxml)."""
+    xmp = im.getxmp()
+    for key, field in (("title", "title"), ("description", "description"), ("subject", "keywords"),
+                       ("creator", "artist"), ("rights", "copyright")):
+        put(field, list(_xmp_values(xmp, key)))
+
+
+def _iptc(im: Any, put: Callable[[str, Iterable[object]], None]) -> None:
+    """IPTC records: JPEG's Photoshop block, TIFF's tag 33723."""
+    from PIL import IptcImagePlugin
+
+    if im.format not in ("JPEG", "MPO", "TIFF"):
+        return
+    iptc = IptcImagePlugin.getiptcinfo(im)
+    if isinstance(iptc, dict):
+        for record, field in (((2, 5), "title"), ((2, 105), "title"), ((2, 120), "description"),
+                              ((2, 25), "keywords"), ((2, 80), "artist"), ((2, 116), "copyright")):
+            v = iptc.get(record)
+            put(field, v if isinstance(v, list) else [v])
+
+
+def _text_chunks(im: Any, put: Callable[[str, Iterable[object]], None]) -> None:
+    """PNG text chunks (tEXt, zTXt, iTXt) before the pixels; GIF and JPEG comments."""
+    if im.format == "PNG":
+        for key, value in im.info.items():
+            if isinstance(value, str) and key != "XML:com.adobe.xmp" and not key.startswith("Raw profile type"):
+                field = _PNG_KEYS.get(key.lower(), key)
+                put(field, _split(value) if field == "keywords" else [value])
+    elif isinstance(im.info.get("comment"), (bytes, str)):
+        put("comment", [im.info["comment"]])
 
 
 def _xmp_values(xmp: object, key: str) -> Iterator[str]:

@@ -78,6 +78,17 @@ def test_jpeg_exif_xmp_iptc(tmp_path: Path) -> None:
     assert doc.meta["keywords"] == "harbour, boats, beach, holiday"
 
 
+def test_broken_exif_leaves_the_rest(tmp_path: Path) -> None:
+    buf = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(buf, "JPEG", xmp=XMP.encode())
+    data = buf.getvalue()
+    body = b"Exif\x00\x00MM\x00*\x00\x00\x00\x08\xff\xff" + b"\x01" * 30  # an IFD cut short
+    p = tmp_path / "odd.jpg"
+    p.write_bytes(data[:2] + b"\xff\xe1" + struct.pack(">H", len(body) + 2) + body + data[2:])
+    doc = one(p)
+    assert doc.title == "Harbour at dawn" and doc.meta["keywords"] == "harbour, boats"
+
+
 def test_png_text_chunks_and_pixels_left_alone(tmp_path: Path) -> None:
     info = PngInfo()
     info.add_text("Title", "Garden plan")
