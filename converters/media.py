@@ -16,7 +16,7 @@ import struct
 import warnings
 from typing import Any, Callable, Iterable, Iterator
 
-from .document import Document
+from .document import Document, clean
 from deskdex.errors import CorruptFile, HostileInput
 from .source import Source
 
@@ -116,11 +116,12 @@ def _tag_items(tags: Any) -> Iterator[tuple[str, list[str]]]:
         values = raw if isinstance(raw, list) else [raw]
         texts = []
         for v in values:
+            if isinstance(v, APETextValue):  # NUL-separated values
+                texts.extend(_short(t) for t in v)
+                continue
             v = getattr(v, "value", v)  # ASF attributes
             if isinstance(v, str):
                 texts.append(_short(v))
-            elif isinstance(v, APETextValue):
-                texts.extend(_short(t) for t in v)
         yield key, texts
 
 
@@ -295,7 +296,8 @@ def _text(v: object) -> str:
 
 
 def _short(s: str) -> str:
-    return s[:_MAX_VALUE]
+    """A value as it goes into metadata: what XML cannot hold dropped, at most _MAX_VALUE characters."""
+    return clean(s).strip()[:_MAX_VALUE]
 
 
 def _utf16(v: object) -> str:
