@@ -114,7 +114,7 @@ def _tag_items(tags: Any) -> Iterator[tuple[str, list[str]]]:
         except (KeyError, ValueError):
             continue
         values = raw if isinstance(raw, list) else [raw]
-        texts = []
+        texts: list[str] = []
         for v in values:
             if isinstance(v, APETextValue):  # NUL-separated values
                 texts.extend(_short(t) for t in v)
