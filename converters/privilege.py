@@ -140,7 +140,7 @@ LAZY_IMPORTS = (
     "mutagen.mp4", "mutagen.musepack", "mutagen.monkeysaudio", "mutagen.optimfrog", "mutagen.aiff",
     "mutagen.aac", "mutagen.ac3", "mutagen.smf", "mutagen.tak", "mutagen.dsf", "mutagen.dsdiff", "mutagen.wave",
     "PIL.JpegImagePlugin", "PIL.MpoImagePlugin", "PIL.PngImagePlugin", "PIL.TiffImagePlugin",
-    "PIL.GifImagePlugin", "PIL.BmpImagePlugin", "PIL.WebPImagePlugin", "defusedxml.ElementTree",
+    "PIL.GifImagePlugin", "PIL.BmpImagePlugin", "PIL.WebPImagePlugin", "PIL.PpmImagePlugin", "defusedxml.ElementTree",
 )
 
 
