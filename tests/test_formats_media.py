@@ -307,6 +307,27 @@ def test_aiff_with_id3(tmp_path: Path) -> None:
     assert sniff(p.read_bytes()[:64]) == "audio/aiff"
 
 
+def test_wma_asf(tmp_path: Path) -> None:
+    import uuid
+
+    from mutagen.asf import ASF
+
+    # An ASF header object holding one file properties object (a play duration of 9 s).
+    props = bytearray(80)
+    props[40:64] = struct.pack("<QQQ", 9 * 10_000_000, 0, 0)
+    fpo = uuid.UUID("8CABDCA1-A947-11CF-8EE4-00C00C205365").bytes_le + struct.pack("<Q", 24 + 80) + bytes(props)
+    header = uuid.UUID("75B22630-668E-11CF-A6D9-00AA0062CE6C").bytes_le + struct.pack("<QIBB", 30 + len(fpo), 1, 1, 2)
+    p = tmp_path / "rain.wma"
+    p.write_bytes(header + fpo + b"\x00" * 50)
+    a = ASF(p)
+    a["Title"], a["Author"], a["WM/AlbumTitle"] = "Rain on the roof", "Field Recorder", "Weather"
+    a.save()
+    doc = one(p)
+    assert doc.mime == "audio/x-ms-wma" and doc.title == "Rain on the roof"
+    assert doc.meta["author"] == "Field Recorder" and "Album: Weather" in doc.text() and doc.meta["duration"] == "9"
+    assert sniff(p.read_bytes()[:64]) == "video/x-ms-asf"
+
+
 @pytest.mark.parametrize("name,data", [
     ("cut.jpg", b"\xff\xd8\xff\xe0\x00\x10JFIF"),
     ("cut.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00"),
