@@ -23,6 +23,13 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),
     (b"GIF8", "image/gif"),
+    (b"II*\x00", "image/tiff"),
+    (b"MM\x00*", "image/tiff"),
+    (b"ID3\x04\x00", "audio/mpeg"),  # ID3v2.4, 2.3 and 2.2 tags before MPEG audio
+    (b"ID3\x03\x00", "audio/mpeg"),
+    (b"ID3\x02\x00", "audio/mpeg"),
+    (b"fLaC", "audio/flac"),
+    (b"0&\xb2u\x8ef\xcf\x11", "video/x-ms-asf"),
     (b"WARC/", "application/warc"),
 )
 _HTML = re.compile(rb"^\s*(<!--.*?-->\s*)*(<!doctype\s+html|<html|<head|<body)", re.I | re.S)
@@ -83,6 +90,8 @@ def sniff(head: bytes) -> str:
     for magic, mime in _MAGIC:
         if head.startswith(magic):
             return mime
+    if (media := _sniff_media(head)) is not None:
+        return media
     if head.startswith(b"PK\x03\x04"):
         return _sniff_zip(head)
     if head.startswith(b"ustar", 257) or head[257:262] == b"ustar":
@@ -100,6 +109,27 @@ def sniff(head: bytes) -> str:
     if looks_like_text(head):
         return "text/plain"
     return OCTET
+
+
+def _sniff_media(head: bytes) -> str | None:
+    """Images and audio whose signature is not at the start or needs more than a prefix."""
+    riff = {b"WAVE": "audio/wav", b"WEBP": "image/webp"}
+    if head.startswith(b"RIFF") and head[8:12] in riff:
+        return riff[head[8:12]]
+    if head.startswith(b"FORM") and head[8:12] in (b"AIFF", b"AIFC"):
+        return "audio/aiff"
+    if head.startswith(b"OggS"):
+        return "audio/opus" if b"OpusHead" in head[:64] else "audio/ogg"
+    if head[4:8] == b"ftyp":
+        brand = head[8:12]
+        if brand in (b"M4A ", b"M4B ", b"M4P "):
+            return "audio/mp4"
+        if brand in (b"isom", b"iso2", b"mp41", b"mp42", b"M4V ", b"avc1"):
+            return "video/mp4"
+    # "BM", the file size, then four reserved zero bytes: "BM" alone starts too many texts.
+    if head.startswith(b"BM") and len(head) >= 18 and head[6:10] == b"\x00\x00\x00\x00":
+        return "image/bmp"
+    return None
 
 
 def _sniff_zip(head: bytes) -> str:

@@ -133,6 +133,14 @@ LAZY_IMPORTS = (
     "striprtf.striprtf", "openpyxl", "openpyxl.workbook.workbook", "pptx", "pptx.shapes.base", "pptx.slide",
     "pptx.text.text", "pptx.enum.shapes", "docx", "docx.document", "docx.text.paragraph", "docx.opc.exceptions",
     "docx.table", "docx.text.hyperlink", "lxml.etree", "io",
+    "mutagen", "mutagen.id3", "PIL", "PIL.Image", "PIL.ExifTags", "PIL.IptcImagePlugin",
+    # What mutagen.File and Pillow's Image.open and getxmp import on their first call.
+    "mutagen.asf", "mutagen.apev2", "mutagen.flac", "mutagen.mp3", "mutagen.oggflac", "mutagen.oggspeex",
+    "mutagen.oggtheora", "mutagen.oggvorbis", "mutagen.oggopus", "mutagen.trueaudio", "mutagen.wavpack",
+    "mutagen.mp4", "mutagen.musepack", "mutagen.monkeysaudio", "mutagen.optimfrog", "mutagen.aiff",
+    "mutagen.aac", "mutagen.ac3", "mutagen.smf", "mutagen.tak", "mutagen.dsf", "mutagen.dsdiff", "mutagen.wave",
+    "PIL.JpegImagePlugin", "PIL.MpoImagePlugin", "PIL.PngImagePlugin", "PIL.TiffImagePlugin",
+    "PIL.GifImagePlugin", "PIL.BmpImagePlugin", "PIL.WebPImagePlugin", "PIL.PpmImagePlugin", "defusedxml.ElementTree",
 )
 
 
