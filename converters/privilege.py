@@ -130,7 +130,7 @@ LAZY_IMPORTS = (
     "warcio.archiveiterator", "warcio.exceptions", "docutils.nodes", "docutils.core", "docutils.utils",
     "markdown_it", "pypdfium2", "pypdfium2.raw", "pdfminer.high_level", "pdfminer.layout",
     "pdfminer.pdfdocument", "pdfminer.pdfparser", "pdfminer.psparser", "pdfminer.pdftypes", "pdfminer.utils",
-    "striprtf.striprtf", "openpyxl", "openpyxl.workbook.workbook", "pptx", "pptx.shapes.base", "pptx.slide",
+    "striprtf.striprtf", "openpyxl", "openpyxl.workbook.workbook", "xlrd", "pptx", "pptx.shapes.base", "pptx.slide",
     "pptx.text.text", "pptx.enum.shapes", "docx", "docx.document", "docx.text.paragraph", "docx.opc.exceptions",
     "docx.table", "docx.text.hyperlink", "lxml.etree", "io",
     "mutagen", "mutagen.id3", "PIL", "PIL.Image", "PIL.ExifTags", "PIL.IptcImagePlugin",

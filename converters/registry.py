@@ -100,6 +100,8 @@ FORMATS_BASE: tuple[Format, ...] = (
                             "application/vnd.openxmlformats-officedocument.spreadsheetml.template",
                             "application/vnd.ms-excel.template.macroEnabled.12"),
            ("xlsx", "xlsm", "xltx", "xltm"), "deskdex.converters.sheets:convert", "openpyxl"),
+    Format("Excel 97-2003 (XLS)", ("application/vnd.ms-excel",), ("xls", "xlt"),
+           "deskdex.converters.xls:convert", "xlrd"),
     Format("EPUB", ("application/epub+zip",), ("epub",), "deskdex.converters.epub:convert", "lxml"),
     Format("Markdown", ("text/markdown", "text/x-markdown"), ("md", "markdown", "mdown", "mkd"),
            "deskdex.converters.markup:markdown", "markdown-it-py"),

@@ -13,6 +13,7 @@ import io
 import logging
 import warnings
 import zipfile
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from .document import Document
@@ -36,7 +37,7 @@ def convert(source: Source, mime: str) -> Document:
     data = source.read()
     # openpyxl fills a missing date with the current time; such dates are dropped below.
     opened = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) - dt.timedelta(seconds=5)
-    open_zip(data, "Excel workbook")  # refuses bombs before openpyxl inflates anything
+    open_zip(data, "Excel workbook")  # refuses bombs (and says so of a password-protected one) first
     with warnings.catch_warnings():  # openpyxl warns about every extension it does not read
         warnings.simplefilter("ignore")
         try:
@@ -82,13 +83,20 @@ def _with_shared_strings(data: bytes, error: str) -> bytes:
 
 
 def _sheets(doc: Document, wb: Workbook) -> None:
+    emit_sheets(doc, ((ws.title, ws.iter_rows(values_only=True) if hasattr(ws, "iter_rows") else None)
+                      for ws in wb.worksheets))  # no rows: a chart sheet
+
+
+def emit_sheets(doc: Document, sheets: Iterable[tuple[str, Iterable[Sequence[object]] | None]]) -> None:
+    """Each sheet's name as a level-2 heading, then each non-empty cell (``cell_text``) as a ``td``,
+    row by row; a long run of empty rows ends a sheet, and ``MAX_CELLS`` the whole workbook."""
     cells = 0
-    for ws in wb.worksheets:
-        doc.add("h", ws.title, level=2)
-        if not hasattr(ws, "iter_rows"):  # a chart sheet
+    for title, rows in sheets:
+        doc.add("h", title, level=2)
+        if rows is None:
             continue
         empty = 0
-        for row in ws.iter_rows(values_only=True):
+        for row in rows:
             texts = [t for t in (cell_text(v) for v in row) if t]
             if not texts:
                 empty += 1
