@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from .document import Block, Document, Inline
 from deskdex.errors import CorruptFile
 from .source import Source
+from .zipcheck import refuse_encrypted_office
 
 if TYPE_CHECKING:  # python-docx is imported when a DOCX is converted
     from docx.document import Document as DocxDocument
@@ -26,6 +27,7 @@ def convert(source: Source, mime: str) -> Document:
     try:
         d = docx.Document(io.BytesIO(data))
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
+        refuse_encrypted_office(data, "DOCX")
         raise CorruptFile(f"not a readable DOCX: {type(exc).__name__}: {exc}") from exc
     except Exception as exc:  # lxml and python-docx raise many kinds on broken parts
         return _salvaged(source, mime, data, f"{type(exc).__name__}: {exc}")

@@ -25,6 +25,7 @@ def open_zip(data: bytes, what: str, limits: Limits = Limits()) -> zipfile.ZipFi
         zf = zipfile.ZipFile(io.BytesIO(data))
         infos = zf.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
+        refuse_encrypted_office(data, what)
         raise CorruptFile(f"not a readable {what} (broken zip: {exc})") from exc
     if len(infos) > limits.members:
         raise HostileInput(f"{what} has {len(infos)} zip members, over the limit of {limits.members}")
@@ -39,6 +40,20 @@ def open_zip(data: bytes, what: str, limits: Limits = Limits()) -> zipfile.ZipFi
     if total > limits.file_bytes:
         raise SizeLimit(f"{what} inflates to {total} bytes, over the limit of {limits.file_bytes}")
     return zf
+
+
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+# The streams Office puts in the OLE container that replaces the zip of a password-protected
+# DOCX, XLSX or PPTX (MS-OFFCRYPTO), as the directory entries spell their names: UTF-16LE.
+_ENCRYPTED_OOXML = ("EncryptionInfo".encode("utf-16-le"), "EncryptedPackage".encode("utf-16-le"))
+
+
+def refuse_encrypted_office(data: bytes, what: str) -> None:
+    """A password-protected OOXML file is an OLE container, not a zip: say it is encrypted
+    rather than let the failed zip read as damage. The directory's stream names are matched
+    in the bytes (an OLE file of any other kind has neither name)."""
+    if data.startswith(OLE_MAGIC) and all(name in data for name in _ENCRYPTED_OOXML):
+        raise Encrypted(f"{what} is encrypted: it needs a password to be read")
 
 
 def refuse_encrypted(info: zipfile.ZipInfo, what: str) -> None:

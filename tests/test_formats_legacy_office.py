@@ -1,5 +1,6 @@
-"""Excel 97-2003 workbooks (written here with xlwt): converted, indexed and searched, or
-refused as ``encrypted`` / ``corrupt``."""
+"""Excel 97-2003 workbooks (written here with xlwt) and password-protected OOXML files
+(encrypted here with msoffcrypto-tool): converted, indexed and searched, or refused as
+``encrypted`` / ``corrupt``."""
 
 from __future__ import annotations
 
@@ -88,6 +89,59 @@ def test_xls_corrupt_and_encrypted(tmp_path: Path) -> None:
     data[bof + 20:bof + 22] = b"\x2f\x00"
     (tmp_path / "locked.xls").write_bytes(bytes(data))
     assert converted(tmp_path / "locked.xls")[:2] == (False, "encrypted")
+
+
+def _encrypted_ooxml(plain: bytes) -> bytes:
+    from msoffcrypto.format.ooxml import OOXMLFile
+
+    out = io.BytesIO()
+    OOXMLFile(io.BytesIO(plain)).encrypt("hunter2", out)
+    return out.getvalue()
+
+
+def _docx() -> bytes:
+    import docx
+
+    d = docx.Document()
+    d.add_paragraph("secret words")
+    b = io.BytesIO()
+    d.save(b)
+    return b.getvalue()
+
+
+def _xlsx() -> bytes:
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    assert ws is not None
+    ws["A1"] = "secret cell"
+    b = io.BytesIO()
+    wb.save(b)
+    return b.getvalue()
+
+
+def _pptx() -> bytes:
+    import pptx
+
+    p = pptx.Presentation()
+    p.slides.add_slide(p.slide_layouts[0]).shapes.title.text = "secret slide"  # type: ignore[union-attr]
+    b = io.BytesIO()
+    p.save(b)
+    return b.getvalue()
+
+
+@pytest.mark.parametrize("suffix, make", [("docx", _docx), ("xlsx", _xlsx), ("pptx", _pptx)])
+def test_password_protected_ooxml_is_encrypted_not_corrupt(tmp_path: Path, suffix: str, make: object) -> None:
+    assert callable(make)
+    plain = make()
+    f = tmp_path / f"locked.{suffix}"
+    f.write_bytes(_encrypted_ooxml(plain))
+    ok, reason, _ = converted(f)
+    assert (ok, reason) == (False, "encrypted")
+    # An OLE file of another kind under the same name is still damage, not a password.
+    (tmp_path / f"other.{suffix}").write_bytes(make_xls(tmp_path / "x.xls").read_bytes())
+    assert converted(tmp_path / f"other.{suffix}")[:2] == (False, "corrupt")
 
 
 def test_index_and_search_xls(cli: CLI, tmp_path: Path) -> None:
