@@ -34,7 +34,15 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
 )
 _HTML = re.compile(rb"^\s*(<!--.*?-->\s*)*(<!doctype\s+html|<html|<head|<body)", re.I | re.S)
 _XML = re.compile(rb"^\s*<\?xml", re.I)
-_MAIL = re.compile(rb"^(return-path|received|from|message-id|date|subject|to|delivered-to|mime-version):", re.I)
+# A mail header block: "Name: value" lines (folded lines go on with a space or tab) up to a blank
+# line, with at least two distinct names that mail carries, so that a note starting "Subject: ..."
+# stays text. An mbox starts with a "From " separator line followed by such a block (Thunderbird
+# writes "From - Thu Dec  3 10:00:00 2026" and keeps folders in files without a suffix).
+_MAIL_NAMES = frozenset((b"return-path", b"received", b"from", b"to", b"cc", b"message-id", b"date",
+                         b"subject", b"delivered-to", b"mime-version", b"content-type", b"reply-to",
+                         b"in-reply-to", b"references", b"sender", b"x-mozilla-status"))
+_HEADER_LINE = re.compile(rb"([!-9;-~]+)[ \t]*:")
+_FROM_SEPARATOR = re.compile(rb"From \S+[ \t][^\n]*\d{1,2}:\d\d[^\n]*\n")
 
 
 def extension(name: str) -> str:
@@ -98,9 +106,9 @@ def sniff(head: bytes) -> str:
         return "application/x-tar"
     if head.lstrip()[:5] == b"<DOC>":
         return "application/x-trec"
-    if head.startswith(b"From ") and b"\n" in head:
+    if (sep := _FROM_SEPARATOR.match(head)) and looks_like_headers(head[sep.end():], full=len(head) >= 8192):
         return "application/mbox"
-    if _MAIL.match(head):
+    if looks_like_headers(head, full=len(head) >= 8192):
         return "message/rfc822"
     if _HTML.match(head):
         return "text/html"
@@ -109,6 +117,29 @@ def sniff(head: bytes) -> str:
     if looks_like_text(head):
         return "text/plain"
     return OCTET
+
+
+def looks_like_headers(head: bytes, full: bool = False) -> bool:
+    """True when ``head`` starts with a mail header block: header lines up to a blank line (or to
+    the end of a ``full`` window that headers fill), two or more of them names mail carries."""
+    known: set[bytes] = set()
+    lines = head.split(b"\n")
+    if full and not head.endswith(b"\n"):
+        lines.pop()  # the window may have cut the last line
+    for n, line in enumerate(lines):
+        line = line.rstrip(b"\r")
+        if not line:
+            return n > 0 and len(known) >= 2
+        if line[:1] in (b" ", b"\t"):
+            if n == 0:
+                return False
+            continue
+        m = _HEADER_LINE.match(line)
+        if m is None:
+            return False
+        if (name := m.group(1).lower()) in _MAIL_NAMES:
+            known.add(name)
+    return full and len(known) >= 2
 
 
 def _sniff_media(head: bytes) -> str | None:

@@ -23,7 +23,17 @@ DEFAULT_EXCLUDES = (
     "build/", "dist/", "target/", "CMakeFiles/", "cache/", "Cache/", "caches/", "Caches/",
     "*.pyc", "*.pyo", "*.o", "*.obj", "*.so", "*.a", "*.class", "*.lock",
     "*~", "*.swp", "*.swo", "*.tmp", "*.part", "*.crdownload", "#*#",
+    "*.msf",  # Thunderbird's Mork index beside each mail folder: the folder itself is indexed
 )
+
+
+def maildir_tmp(folder: str) -> bool:
+    """True for a Maildir's ``tmp`` folder (beside ``cur`` and ``new``): messages being delivered,
+    left out; a delivered message is renamed into ``new`` and indexed there."""
+    if os.path.basename(folder.rstrip(os.sep)) != "tmp":
+        return False
+    parent = os.path.dirname(folder.rstrip(os.sep))
+    return os.path.isdir(os.path.join(parent, "cur")) and os.path.isdir(os.path.join(parent, "new"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +92,7 @@ def walk(root: str, excluder: Excluder, base: str | None = None) -> Iterator[Fil
             rel = os.path.relpath(e.path, base)
             try:
                 if e.is_dir(follow_symlinks=False):
-                    if not excluder.excluded(rel, True):
+                    if not excluder.excluded(rel, True) and not (e.name == "tmp" and maildir_tmp(e.path)):
                         stack.append(e.path)
                 elif not e.is_symlink() and not excluder.excluded(rel, False):
                     info = file_info(e.path, e.stat(follow_symlinks=False))

@@ -37,6 +37,7 @@ from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from .coalesce import Changed, Coalescer, Deleted, Moved, Record, Rescan
 from .ignore import IGNORE_FILE, Rules
+from .scan import maildir_tmp
 
 if TYPE_CHECKING:  # Linux only at run time (_make_observer imports it when it can)
     from watchdog.observers.inotify_c import CallbackId, InotifyEvent, Mask, WatchCallback, WatchDescriptor
@@ -148,7 +149,9 @@ class Watcher:
 
     def excluded(self, path: str, is_dir: bool) -> bool:
         rules = self._rules_for(path)
-        return rules is None or rules.excluded_path(path, is_dir)
+        if rules is None or rules.excluded_path(path, is_dir):
+            return True
+        return maildir_tmp(path if is_dir else os.path.dirname(path))
 
     def rules(self, root: str) -> Rules | None:
         """The exclusions of a watched root, for the scanner (``scan.walk(root, rules)``)."""

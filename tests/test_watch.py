@@ -531,3 +531,20 @@ def test_rules_nested_ignore_files(tmp_path):
     assert r.excluded("a/b/secret", True) and not r.excluded("a/secret", True)
     assert r.excluded("a/old.bak", False) and r.excluded("node_modules", True)
     assert not r.excluded("a/b/doc.txt", False)
+
+
+@linux
+def test_maildir_delivery_and_reading(watching):
+    """A message written in a Maildir's tmp/ is not looked at until delivered to new/; read, it
+    moves to cur/ with flags appended: one move, so it stays one document."""
+    root, sink, _ = watching
+    maildir = root / "Maildir"
+    for sub in ("cur", "new", "tmp"):
+        (maildir / sub).mkdir(parents=True)
+    sink.settle(timeout=1.0)
+    name = "1700000000.M123P456.host,S=40"
+    (maildir / "tmp" / name).write_text("Subject: hi\nFrom: a@b\n\nbody\n")
+    os.rename(maildir / "tmp" / name, maildir / "new" / name)
+    assert sink.settle() == [Changed(p(maildir, "new", name), new_file=True)]
+    os.rename(maildir / "new" / name, maildir / "cur" / (name + ":2,S"))
+    assert sink.settle() == [Moved(p(maildir, "new", name), p(maildir, "cur", name + ":2,S"))]
