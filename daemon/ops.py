@@ -58,36 +58,37 @@ class Ops:
         other = self._other_user(req.peer)
         with d.reading() as reader:
             last = reader.catalog.get_meta("last_commit")
-            if self._counts is None or self._counts[0] != last:
-                # Counting a big catalog takes a while: once per commit, not once per question
-                # (the tray asks every few seconds).
-                self._counts = (last, reader.catalog.counts(), reader.sizes())
-            counts, sizes = dict(self._counts[1]), dict[str, Any](self._counts[2])
-            counts.update(reader.catalog.retries())  # changes without a commit to tantivy: not cached
-            if req.args["failures"] and not other:  # no paths of others' files
-                counts["failures"] = reports.failures(reader)
             if other:
-                # Counts of what this caller may read; none of the totals, which would move with
-                # others' private files.
+                # Counts of what this caller may read; none of the totals or sizes, which would
+                # move with others' private files.
                 uid = self._reader_uid(req.peer)
                 assert uid is not None
                 if self._counts_for.get(uid, (None,))[0] != last:
                     self._counts_for[uid] = (last, reader.catalog.counts_for(uid))
                 counts = dict(self._counts_for[uid][1])
-                counts.update({k: None for k in ("texts", "text_bytes", "retries", "next_retry")})
-                sizes = {k: None for k in sizes}
+                counts.update(dict.fromkeys(("texts", "text_bytes", "retries", "next_retry")))
+                sizes: dict[str, Any] = dict.fromkeys(("index_bytes", "store_bytes"))
+            else:
+                if self._counts is None or self._counts[0] != last:
+                    # Counting a big catalog takes a while: once per commit, not once per question
+                    # (the tray asks every few seconds).
+                    self._counts = (last, reader.catalog.counts(), reader.sizes())
+                counts, sizes = dict(self._counts[1]), dict(self._counts[2])
+                counts.update(reader.catalog.retries())  # changes without a commit to tantivy: not cached
+                if req.args["failures"]:
+                    counts["failures"] = reports.failures(reader)
         stall = d.stall
         # The message names the store's path: another user of an enterprise-mode daemon gets the
         # condition alone ("disk full").
         reason = None if stall is None else stall.condition if other else str(stall)
         out = {"state": d.state, "state_reason": reason, "queue": d.queue_length(), "current": d.current,
-               **counts, **sizes, "cpu_seconds": round(self._cpu_seconds(), 2),
+               **counts, **sizes, "cpu_seconds": None if other else round(self._cpu_seconds(), 2),
                "last_commit": float(last) if last else None, "folders": d.folders(),
                "offline": sorted(d.offline), "notes": d.notes, "pid": os.getpid(),
                "converted": d.indexer.converted, "paused": d.paused,
                "uptime": round(time.time() - d.started, 1), "system": d.system}
         if other:
-            out["converted"] = out["cpu_seconds"] = None  # how busy others' files keep it
+            out["converted"] = None  # how busy others' files keep it
             for key in ("current", "folders", "offline", "notes", "pid"):
                 out[key] = [] if isinstance(out[key], list) else None
         return out
