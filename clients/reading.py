@@ -185,14 +185,20 @@ def _size(n: float) -> str:
 def cmd_formats(args: argparse.Namespace) -> int:
     from deskdex.converters.registry import default_registry
 
-    formats = [{"name": f.name, "mimes": list(f.mimes), "extensions": list(f.extensions), "library": f.library}
-               for f in default_registry().formats]
+    formats = []
+    for f in default_registry().formats:
+        missing = f.missing()
+        formats.append({"name": f.name, "mimes": list(f.mimes), "extensions": list(f.extensions),
+                        "library": f.library, "available": not missing,
+                        "missing": [{"names": list(n.names), "install": n.install} for n in missing]})
     if args.json:
         print_json({"formats": formats})
         return 0
     for f in formats:
         exts = " ".join("." + e for e in f["extensions"]) or "(by content)"
         print(f"{f['name']:<28} {f['library']:<20} {exts}\n{'':<28} {', '.join(f['mimes'])}")
+        for need in f["missing"]:
+            print(f"{'':<28} not available here: install {' or '.join(need['names'])}: {need['install']}")
     return 0
 
 

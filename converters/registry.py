@@ -9,8 +9,11 @@ files fail with ``no_converter`` (still found by name and path), tried again lat
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
+import shutil
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Iterable, Iterator, Union
 
 from .document import Document
@@ -36,6 +39,36 @@ Result = Union[Document, Source, Iterator[Union[Document, Member]]]
 Converter = Callable[[Source, str], Result]
 
 
+@lru_cache(maxsize=None)
+def which(program: str) -> str | None:
+    """The program's path; remembered for the process's life (a helper installed later is seen by the
+    next worker, and the files it failed are tried again: ``helper_missing`` is transient)."""
+    return shutil.which(program)
+
+
+def _module_found(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Need:
+    """What a format's converter needs beyond deskdex's own Python packages: a helper program on PATH
+    (any one of ``names``) or an optional Python module, and the command that installs it, which
+    ``deskdex formats`` shows. Converters run helpers through ``helpers.run``."""
+
+    names: tuple[str, ...]
+    install: str
+    kind: str = "program"  # or "module"
+
+    def found(self) -> bool:
+        if self.kind == "module":
+            return any(_module_found(n) for n in self.names)
+        return any(which(n) is not None for n in self.names)
+
+
 @dataclass(frozen=True, slots=True)
 class Format:
     name: str
@@ -43,6 +76,11 @@ class Format:
     extensions: tuple[str, ...]
     handler: str  # "module:function"
     library: str  # what does the work, for `deskdex formats`
+    needs: tuple[Need, ...] = ()  # helpers or optional packages; without them the files fail `helper_missing`
+
+    def missing(self) -> list[Need]:
+        """What this machine lacks to convert the format (empty: it converts here)."""
+        return [n for n in self.needs if not n.found()]
 
 
 # Source code by suffix: converted as text, the language kept as metadata ("code_language").

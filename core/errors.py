@@ -11,6 +11,7 @@
      │    ├── HostileInput          path traversal, entity expansion, nesting too deep
      │    ├── ConverterCrashed      the converter process died (a crash in a C library)
      │    ├── ConverterMissing      the format's converter cannot run here (its library is missing)
+     │    │    └── HelperMissing    the helper program or optional package it needs is not installed
      │    └── LimitExceeded         a configured limit stopped the work
      │         ├── TimeLimit
      │         ├── MemoryLimit
@@ -139,6 +140,13 @@ class ConverterMissing(ConversionError):
 
     reason = "no_converter"
     transient = True
+
+
+class HelperMissing(ConverterMissing):
+    """The helper program or optional package the format needs is not on this machine (antiword,
+    djvutxt, Tesseract...): ``deskdex formats`` says what to install; the file is tried again later."""
+
+    reason = "helper_missing"
 
 
 class LimitExceeded(ConversionError):
