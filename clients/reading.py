@@ -186,10 +186,10 @@ def cmd_formats(args: argparse.Namespace) -> int:
     from deskdex.converters.registry import default_registry
 
     formats = []
-    for f in default_registry().formats:
-        missing = f.missing()
-        formats.append({"name": f.name, "mimes": list(f.mimes), "extensions": list(f.extensions),
-                        "library": f.library, "available": not missing,
+    for fmt in default_registry().formats:
+        missing = fmt.missing()
+        formats.append({"name": fmt.name, "mimes": list(fmt.mimes), "extensions": list(fmt.extensions),
+                        "library": fmt.library, "available": not missing,
                         "missing": [{"names": list(n.names), "install": n.install} for n in missing]})
     if args.json:
         print_json({"formats": formats})
