@@ -185,7 +185,7 @@ def _size(n: float) -> str:
 def cmd_formats(args: argparse.Namespace) -> int:
     from deskdex.converters.registry import default_registry
 
-    formats = []
+    formats: list[dict[str, Any]] = []
     for fmt in default_registry().formats:
         missing = fmt.missing()
         formats.append({"name": fmt.name, "mimes": list(fmt.mimes), "extensions": list(fmt.extensions),
