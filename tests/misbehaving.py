@@ -13,6 +13,7 @@ from deskdex.converters import Document, Limits, Outcome, Source, plaintext
 from deskdex.converters.isolation import WorkerPool
 
 OVERRIDES = {"text/plain": "tests.misbehaving:convert"}
+HELPER_SLEEP = "3599.25"  # what a helper* file's helper program sleeps: found in /proc by it
 # A folder a test shares with converter processes (in their environment): a conversion of a file
 # named held* adds its name to ``started`` there, then waits while ``hold`` exists there.
 CONTROL = "DESKDEX_TEST_CONTROL"
@@ -26,6 +27,11 @@ def convert(source: Source, mime: str) -> Document:
             pass
     if source.name.startswith("crash"):
         os.abort()
+    if source.name.startswith("helper"):
+        # A helper program that outlives its time: the worker is killed, and the helper must die too.
+        from deskdex.converters import helpers
+
+        helpers.run(helpers.Need(("sleep",), "coreutils"), [HELPER_SLEEP], source, timeout=3600)
     if source.name.startswith("hog"):
         chunks = []
         while True:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 from deskdex.converters import Limits, Outcome, Source
 from deskdex.converters.isolation import WorkerPool
 
-from .misbehaving import OVERRIDES, measured_time_limit
+from .misbehaving import HELPER_SLEEP, OVERRIDES, measured_time_limit
 
 
 def test_loop_crash_and_memory_hog_are_recorded_and_the_rest_converts(tmp_path: Path):
@@ -45,3 +47,32 @@ def test_pool_processes_end_with_the_pool(tmp_path: Path):
     procs = [w.process for w in pool._workers]
     pool.close()
     assert procs and all(not p.is_alive() for p in procs)
+
+
+def _helpers_running() -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv[:2] == [b"/usr/bin/sleep", HELPER_SLEEP.encode()] or argv[:2] == [b"/bin/sleep", HELPER_SLEEP.encode()]:
+            found.append(int(pid))
+    return found
+
+
+def test_a_helper_program_dies_with_its_worker_at_the_time_limit(tmp_path: Path):
+    """A helper (antiword, djvutxt...) that hangs: the worker is killed at the time limit and the
+    helper with it (PR_SET_PDEATHSIG), so nothing is left running; the next file converts."""
+    for n in ("helper.txt", "after.txt"):
+        (tmp_path / n).write_text(f"content of {n} with enough words to be text")
+    assert not _helpers_running()
+    with WorkerPool(1, Limits(time_seconds=3.0), idle=False, overrides=OVERRIDES) as pool:
+        results = {s.name: o for s, o in pool.map(Source.from_path(tmp_path / n) for n in ("helper.txt", "after.txt"))}
+        assert results["helper.txt"][0].reason == "timeout", results
+        assert results["after.txt"][0].ok
+        deadline = time.monotonic() + 5
+        while _helpers_running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _helpers_running(), "the helper program outlived its killed worker"
