@@ -7,7 +7,7 @@ title is the tag's title (else the file name), ``author`` the artist, and the bo
 readable line per value ("Camera: Canon EOS 5D", "Keywords: beach, holiday"), so any of
 them finds the file. A file with no metadata is still a Document, by its name.
 
-Matroska (MKV, WebM) is not handled: mutagen does not read it.
+Videos in containers mutagen does not read (Matroska, WebM, QuickTime, AVI, FLV): video.py.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ _AUDIO_KEYS = {
 }
 # Body lines in this order; the title is the Document's title.
 _AUDIO_LINES = ("artist", "album artist", "album", "composer", "genre", "date", "comment")
-_AUDIO_META = {"artist": "author", "album": "album", "genre": "genre", "date": "date", "comment": "comments",
+AUDIO_META = {"artist": "author", "album": "album", "genre": "genre", "date": "date", "comment": "comments",
                "composer": "composer"}
 _IMAGE_FORMATS = ("PNG", "JPEG", "TIFF", "GIF", "BMP", "DIB", "WEBP")
 _MAX_VALUE = 4096  # characters kept of one tag value (a lyrics or comment field can be long)
@@ -64,13 +64,13 @@ def audio(source: Source, mime: str) -> Document:
         if fields.get(field):
             value = "; ".join(fields[field])
             doc.add("p", f"{field.capitalize()}: {value}")
-            if field in _AUDIO_META:
-                doc.meta[_AUDIO_META[field]] = value
+            if field in AUDIO_META:
+                doc.meta[AUDIO_META[field]] = value
     info = getattr(mf, "info", None)
     length = getattr(info, "length", None)
     if isinstance(length, (int, float)) and length > 0:
         doc.meta["duration"] = str(round(length))
-        doc.add("p", f"Duration: {_clock(length)}")
+        doc.add("p", f"Duration: {clock(length)}")
     details = []
     rate, channels = getattr(info, "sample_rate", None), getattr(info, "channels", None)
     if isinstance(rate, int) and rate > 0:
@@ -339,7 +339,7 @@ def _split(s: str) -> list[str]:
     return [k.strip() for k in s.replace(";", ",").split(",") if k.strip()]
 
 
-def _clock(seconds: float) -> str:
+def clock(seconds: float) -> str:
     s = round(seconds)
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 

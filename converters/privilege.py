@@ -134,6 +134,7 @@ LAZY_IMPORTS = (
     "pptx.text.text", "pptx.enum.shapes", "docx", "docx.document", "docx.text.paragraph", "docx.opc.exceptions",
     "docx.table", "docx.text.hyperlink", "lxml.etree", "io",
     "mutagen", "mutagen.id3", "PIL", "PIL.Image", "PIL.ExifTags", "PIL.IptcImagePlugin",
+    "hachoir.core.config", "hachoir.metadata", "hachoir.parser", "hachoir.stream",
     # What mutagen.File and Pillow's Image.open and getxmp import on their first call.
     "mutagen.asf", "mutagen.apev2", "mutagen.flac", "mutagen.mp3", "mutagen.oggflac", "mutagen.oggspeex",
     "mutagen.oggtheora", "mutagen.oggvorbis", "mutagen.oggopus", "mutagen.trueaudio", "mutagen.wavpack",

@@ -170,7 +170,7 @@ FORMATS_BASE: tuple[Format, ...] = (
     Format("BMP image", ("image/bmp", "image/x-ms-bmp"), ("bmp", "dib"),
            "deskdex.converters.media:image", "Pillow"),
     Format("WebP image", ("image/webp",), ("webp",), "deskdex.converters.media:image", "Pillow"),
-    # Audio and video by their tags; Matroska (mkv, webm) is left out: mutagen does not read it.
+    # Audio and video by their tags: mutagen where it reads the container, hachoir (video.py) elsewhere.
     Format("MP3 audio", ("audio/mpeg", "audio/mp3"), ("mp3", "mp2"), "deskdex.converters.media:audio", "mutagen"),
     Format("FLAC audio", ("audio/flac", "audio/x-flac"), ("flac",), "deskdex.converters.media:audio", "mutagen"),
     Format("Ogg audio", ("audio/ogg", "audio/vorbis", "application/ogg"), ("ogg", "oga", "spx"),
@@ -187,6 +187,12 @@ FORMATS_BASE: tuple[Format, ...] = (
     Format("Windows Media audio", ("audio/x-ms-wma",), ("wma",), "deskdex.converters.media:audio", "mutagen"),
     Format("Windows Media video", ("video/x-ms-wmv", "video/x-ms-asf"), ("wmv", "asf"),
            "deskdex.converters.media:audio", "mutagen"),
+    Format("Matroska video", ("video/x-matroska", "audio/x-matroska"), ("mkv", "mka", "mk3d"),
+           "deskdex.converters.video:convert", "hachoir"),
+    Format("WebM video", ("video/webm", "audio/webm"), ("webm",), "deskdex.converters.video:convert", "hachoir"),
+    Format("QuickTime video", ("video/quicktime",), ("mov", "qt"), "deskdex.converters.video:convert", "hachoir"),
+    Format("AVI video", ("video/x-msvideo", "video/avi"), ("avi",), "deskdex.converters.video:convert", "hachoir"),
+    Format("Flash video", ("video/x-flv",), ("flv",), "deskdex.converters.video:convert", "hachoir"),
 )
 
 

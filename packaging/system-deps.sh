@@ -15,11 +15,12 @@ set -euo pipefail
 # The helper programs some formats need, all optional for `make run` (without one, its files fail
 # `helper_missing` and `deskdex formats` names the package): antiword and catdoc (.doc, catppt for .ppt),
 # djvulibre-bin (djvutxt), ghostscript (ps2ascii), tesseract-ocr + tesseract-ocr-eng (OCR's language data).
-# libreoffice-*-nogui: only the tests need it, to make .doc/.ppt/.xls files with the formats' own tool.
+# libreoffice-*-nogui and mkvtoolnix: only the tests need them, to make .doc/.ppt/.xls and .mkv files with
+# the formats' own tools.
 PKGS=(acl util-linux systemd poppler-utils xvfb libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1
       libxcb-image0 libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xfixes0 libxcb-xkb1 libegl1 libgl1
       libfontconfig1 libdbus-1-3
-      antiword catdoc djvulibre-bin ghostscript tesseract-ocr tesseract-ocr-eng
+      antiword catdoc djvulibre-bin ghostscript tesseract-ocr tesseract-ocr-eng mkvtoolnix
       libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui)
 if [ $# -gt 0 ]; then PKGS=("$@"); fi
 if ! command -v dpkg-query >/dev/null; then
