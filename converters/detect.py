@@ -45,9 +45,17 @@ _HEADER_LINE = re.compile(rb"([!-9;-~]+)[ \t]*:")
 _FROM_SEPARATOR = re.compile(rb"From \S+[ \t][^\n]*\d{1,2}:\d\d[^\n]*\n")
 
 
+# What a suffix may be made of. A Maildir message's name ends in its host and flags
+# ("1700000000.M1P2.mail.example.com:2,S"): "com:2,s" is no file type.
+_SUFFIX = re.compile(r"[a-z0-9_+-]{1,16}")
+
+
 def extension(name: str) -> str:
     base = name.rsplit("/", 1)[-1]
-    return base.rsplit(".", 1)[-1].lower() if "." in base.lstrip(".") else ""
+    if "." not in base.lstrip("."):
+        return ""
+    ext = base.rsplit(".", 1)[-1].lower()
+    return ext if _SUFFIX.fullmatch(ext) else ""
 
 
 def compound_extension(name: str) -> str:

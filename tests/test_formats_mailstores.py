@@ -10,7 +10,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from deskdex.converters.detect import sniff
+from deskdex.converters.detect import extension, sniff
 
 from .conftest import CLI
 
@@ -97,6 +97,7 @@ def test_thunderbird_and_maildir_indexed_and_searched(cli: CLI, tmp_path: Path) 
 
     oban = hits("oban")
     assert [h["title"] for h in oban] == ["Tide tables"] and oban[0]["mime"] == "message/rfc822"
+    assert oban[0]["ext"] == ""  # "host,S=400:2,S" is the host and flags, no file type
     assert found("puffins") == ["Maildir/new/1700000100.M124P456.host,S=400"]
     assert found("gannets") == []  # tmp/: delivery in progress
 
@@ -104,4 +105,14 @@ def test_thunderbird_and_maildir_indexed_and_searched(cli: CLI, tmp_path: Path) 
     os.rename(maildir / "new" / "1700000100.M124P456.host,S=400", maildir / "cur" / "1700000100.M124P456.host,S=400:2,S")
     assert cli.json("index", str(tree))["failed"] == 0
     assert found("puffins") == ["Maildir/cur/1700000100.M124P456.host,S=400:2,S"]
+    assert [h["ext"] for h in hits("puffins")] == [""]
     assert [h["title"] for h in hits("puffin", "census")] == ["Puffin census"]
+
+
+@pytest.mark.parametrize("name, ext", [
+    ("1700000000.M1P2.mail.example.com:2,S", ""), ("1700000000.M1P2.host,S=400", ""), ("report.PDF", "pdf"),
+    ("archive.tar.gz", "gz"), (".bashrc", ""), ("notes", ""), ("ls.1", "1"), ("x.c++", "c++"),
+    ("photo.jpeg~", ""), ("a.verylongsuffixbeyondsixteen", ""),
+])
+def test_extension_is_a_file_type_or_nothing(name: str, ext: str) -> None:
+    assert extension(name) == ext
