@@ -63,9 +63,9 @@ def _convert(source: Source, registry: Registry, limits: Limits, out: list[Outco
         if source.depth > limits.depth:
             raise HostileInput(f"nested more than {limits.depth} containers deep")
         size = source.size()
-        if size > limits.file_bytes:
-            raise SizeLimit(f"{size} bytes is over the file size limit of {limits.file_bytes}")
         mime = detect(source, registry)
+        if size > limits.file_bytes and not registry.headers_only(mime):
+            raise SizeLimit(f"{size} bytes is over the file size limit of {limits.file_bytes}")
         try:
             conv = registry.converter(mime)
         except UnsupportedFormat:

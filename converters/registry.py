@@ -196,6 +196,11 @@ FORMATS_BASE: tuple[Format, ...] = (
 )
 
 
+# Converters that read a file's headers and tags only, seeking past the rest (songs, films): their files
+# are converted whatever their size, past ``max_file_mb`` (a film is larger than any document).
+HEADERS_ONLY = frozenset({"deskdex.converters.media:audio", "deskdex.converters.video:convert"})
+
+
 class Registry:
     def __init__(self, formats: Iterable[Format] = FORMATS_BASE, overrides: dict[str, str] | None = None):
         self.formats = list(formats)
@@ -212,6 +217,10 @@ class Registry:
 
     def mime_for_extension(self, ext: str) -> str | None:
         return self.by_ext.get(ext.lower())
+
+    def headers_only(self, mime: str | None) -> bool:
+        """Whether the converter of ``mime`` reads only headers and tags (HEADERS_ONLY): no size limit."""
+        return mime is not None and self.by_mime.get(mime) in HEADERS_ONLY
 
     def converter(self, mime: str) -> Converter:
         handler = self.by_mime.get(mime)

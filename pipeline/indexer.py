@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from deskdex.converters import Limits, Outcome, Source, display_path, open_regular, path_to_uri, uri_to_path
 from deskdex.errors import TRANSIENT_REASONS, ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
+from deskdex.converters.detect import extension
 from deskdex.converters.isolation import WorkerPool
+from deskdex.converters.registry import Registry
 from deskdex.converters.privilege import RunAs, as_user
 from deskdex.index import Collection, Row
-from deskdex.index.checksums import raw_checksum_of
+from deskdex.index.checksums import raw_checksum_of, sampled_checksum_of
 
 from .progress import Progress, with_bar
 from .scan import Excluder, FileInfo, walk
@@ -75,6 +77,7 @@ class Indexer:
         self.converted = 0  # files converted since start (a move or rename must not add to it)
         self.stop = stop  # set by another thread: finish the file at hand, commit, raise Interrupted
         self.overrides = overrides  # the setting ``converters``: MIME type -> "module:function"
+        self._registry = Registry(overrides=overrides)  # which files are read by their headers only
         self.retry_first = retry_first  # seconds before a transient failure is first tried again
         self._made_by_checked = False
         # Enterprise mode: who may read each file, stamped on its rows (members inherit it).
@@ -294,7 +297,10 @@ class Indexer:
         if info.special is not None:
             raise NotRegular(f"{info.special}, not a regular file: never read")
         limit = self.limits.file_bytes
-        if info.size > limit:
+        # A song or film is converted by its headers, whatever its size: over the limit, its bytes
+        # are sampled, not read (checksums.sampled_checksum_of).
+        headers_only = self._registry.headers_only(self._registry.mime_for_extension(extension(info.path)))
+        if info.size > limit and not headers_only:
             raise SizeLimit(f"{info.size} bytes is over the file size limit of {limit}")
         if self.before_read is not None:
             self.before_read(info.path)
@@ -304,9 +310,9 @@ class Indexer:
             st = os.fstat(f.fileno())
             if self.access is not None:
                 self._access[uri] = self.access(info.path, f.fileno())
-            if st.st_size > limit:
+            if st.st_size > limit and not headers_only:
                 raise SizeLimit(f"{st.st_size} bytes is over the file size limit of {limit}")
-            raw = raw_checksum_of(f, limit, self.stop)
+            raw = sampled_checksum_of(f, st.st_size) if st.st_size > limit else raw_checksum_of(f, limit, self.stop)
         return raw, FileInfo(info.path, st.st_size, st.st_mtime)
 
     def _store(self, info: FileInfo, outcomes: list[Outcome], summary: Summary) -> None:

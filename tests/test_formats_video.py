@@ -100,3 +100,27 @@ def test_index_and_search_a_video_by_its_tags(cli: CLI, tmp_path: Path) -> None:
     assert [os.path.basename(h["path"]) for h in hits] == ["harbour.mkv"]
     assert hits[0]["title"] == "Harbour Lights at Dusk"
     assert [os.path.basename(h["path"]) for h in cli.json("search", "type:video", "marbeck")["hits"]] == ["harbour.mkv"]
+
+
+def test_a_film_over_the_size_limit_is_indexed_by_its_tags_without_being_read(cli: CLI, tmp_path: Path) -> None:
+    """max_file_mb keeps documents out; a film, read by its headers only, is indexed whatever its size
+    (its bytes sampled, not read whole), and a move of it is recognised by that sample."""
+    (cli.home / "config").mkdir()
+    (cli.home / "config" / "config.toml").write_text("max_file_mb = 1\n")
+    tree = tmp_path / "videos"
+    tree.mkdir()
+    film = make_mkv(tree, "film.mkv")
+    with open(film, "r+b") as f:  # 4 GiB, sparse: a film's size without its disk space
+        f.truncate(4 * 2**30)
+    (tree / "big.txt").write_text("word " * 300_000)  # 1.5 MB of text: over the limit, refused
+    summary = json.loads(cli.run("index", str(tree), "--json").stdout)
+    assert summary["indexed"] == 1 and summary["failed"] == 1, summary
+    failures = cli.json("status", "--failures")["failures"]
+    assert [(os.path.basename(f["path"]), f["reason"]) for f in failures] == [("big.txt", "too_large")], failures
+    hits = cli.json("search", "yarrowby")["hits"]
+    assert [(os.path.basename(h["path"]), h["size"]) for h in hits] == [("film.mkv", 4 * 2**30)]
+
+    film.rename(tree / "moved.mkv")
+    summary = json.loads(cli.run("index", str(tree), "--json").stdout)
+    assert summary["reused"] == 1 and summary["indexed"] == 0, summary
+    assert [os.path.basename(h["path"]) for h in cli.json("search", "marbeck")["hits"]] == ["moved.mkv"]
