@@ -60,12 +60,7 @@ def audio(source: Source, mime: str) -> Document:
                 if v and v not in fields.setdefault(field, []):
                     fields[field].append(v)
     doc = Document(uri=source.uri, mime=mime)
-    for field in _AUDIO_LINES:
-        if fields.get(field):
-            value = "; ".join(fields[field])
-            doc.add("p", f"{field.capitalize()}: {value}")
-            if field in AUDIO_META:
-                doc.meta[AUDIO_META[field]] = value
+    put_fields(doc, fields, _AUDIO_LINES)
     info = getattr(mf, "info", None)
     length = getattr(info, "length", None)
     if isinstance(length, (int, float)) and length > 0:
@@ -84,6 +79,16 @@ def audio(source: Source, mime: str) -> Document:
         doc.add("p", f"Audio: {type(mf).__name__}, {', '.join(details)}")
     doc.settle_title(" / ".join(fields.get("title", [])), source.name)
     return doc
+
+
+def put_fields(doc: Document, fields: dict[str, list[str]], order: Iterable[str]) -> None:
+    """One body line per field that has values, in ``order``; those of AUDIO_META also as metadata."""
+    for field in order:
+        if fields.get(field):
+            value = "; ".join(fields[field])
+            doc.add("p", f"{field.capitalize()}: {value}")
+            if field in AUDIO_META:
+                doc.meta[AUDIO_META[field]] = value
 
 
 def _tag_items(tags: Any) -> Iterator[tuple[str, list[str]]]:

@@ -14,10 +14,10 @@ from typing import Any, Iterator
 
 from .document import Document, clean
 from deskdex.errors import CorruptFile
-from .media import AUDIO_META, clock
+from .media import clock, put_fields
 from .source import Source
 
-# Matroska's tag names (its specification's TagName values, upper case) -> field of media.AUDIO_META.
+# Matroska's tag names (its specification's TagName values, upper case) -> field (media.put_fields).
 _MATROSKA_TAGS = {
     "ARTIST": "artist", "LEAD_PERFORMER": "artist", "DIRECTOR": "director", "GENRE": "genre",
     "DATE_RELEASED": "date", "DATE_RECORDED": "date", "COMMENT": "comment", "DESCRIPTION": "comment",
@@ -51,12 +51,7 @@ def convert(source: Source, mime: str) -> Document:
             raise CorruptFile(f"unreadable video ({mime}): {type(exc).__name__}: {exc}") from exc
     doc = Document(uri=source.uri, mime=mime)
     title = _first(meta, "title") or "; ".join(fields.pop("title", []))
-    for field in _LINES:
-        if fields.get(field):
-            value = "; ".join(fields[field])
-            doc.add("p", f"{field.capitalize()}: {value}")
-            if field in AUDIO_META:
-                doc.meta[AUDIO_META[field]] = value
+    put_fields(doc, fields, _LINES)
     duration = _first_value(meta, "duration")
     if isinstance(duration, dt.timedelta) and duration.total_seconds() > 0:
         doc.meta["duration"] = str(round(duration.total_seconds()))
