@@ -34,7 +34,7 @@ _AUDIO_KEYS = {
 }
 # Body lines in this order; the title is the Document's title.
 _AUDIO_LINES = ("artist", "album artist", "album", "composer", "genre", "date", "comment")
-AUDIO_META = {"artist": "author", "album": "album", "genre": "genre", "date": "date", "comment": "comments",
+_AUDIO_META = {"artist": "author", "album": "album", "genre": "genre", "date": "date", "comment": "comments",
                "composer": "composer"}
 _IMAGE_FORMATS = ("PNG", "JPEG", "TIFF", "GIF", "BMP", "DIB", "WEBP")
 _MAX_VALUE = 4096  # characters kept of one tag value (a lyrics or comment field can be long)
@@ -82,13 +82,13 @@ def audio(source: Source, mime: str) -> Document:
 
 
 def put_fields(doc: Document, fields: dict[str, list[str]], order: Iterable[str]) -> None:
-    """One body line per field that has values, in ``order``; those of AUDIO_META also as metadata."""
+    """One body line per field that has values, in ``order``; those of _AUDIO_META also as metadata."""
     for field in order:
         if fields.get(field):
             value = "; ".join(fields[field])
             doc.add("p", f"{field.capitalize()}: {value}")
-            if field in AUDIO_META:
-                doc.meta[AUDIO_META[field]] = value
+            if field in _AUDIO_META:
+                doc.meta[_AUDIO_META[field]] = value
 
 
 def _tag_items(tags: Any) -> Iterator[tuple[str, list[str]]]:
