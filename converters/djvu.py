@@ -33,6 +33,9 @@ def convert(source: Source, mime: str) -> Document:
     head = source.head(16)
     if not (head.startswith(b"AT&TFORM") and head[12:15] == b"DJV"):
         raise CorruptFile("not a DjVu file (no AT&TFORM...DJVU header)")
+    declared, size = 12 + int.from_bytes(head[8:12], "big"), source.size()
+    if size < declared:  # the helpers read what is there and say nothing of the rest
+        raise CorruptFile(f"truncated DjVu file: {size} bytes of the {declared} its header declares")
     info = helpers.run(DJVUSED, ["-u", "{}", "-e", "n; print-meta; select 1; print-meta"], source, suffix=".djvu")
     doc = Document(uri=source.uri, mime=mime)
     lines = info.splitlines()

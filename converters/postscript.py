@@ -1,11 +1,13 @@
 """PostScript and EPS (plain, DOS binary EPS, or gzip'd as ``.ps.gz``/``.eps.gz`` through ``archive``).
 
-The text: Ghostscript turns the program into a PDF (``gs -sDEVICE=pdfwrite``, under -dSAFER, run
-by ``helpers.run``), which the PDF converter reads as any PDF (paragraphs, running heads, pages).
-Measured against ``ps2ascii`` (a script that runs ``gs -sDEVICE=txtwrite``) on groff's PostScript of
-as(1), 33 pages: txtwrite glues words whose space groff draws as a move (2.6% of the words lost,
-195 glued junk words, ligatures left as U+FB01); pdfwrite + PDF text lost none, 3 junk words, in
-0.38 s against 0.28 s. Title, author (``%%For``), creator and creation date come from the DSC
+The text: Ghostscript turns the program into a PDF (``gs -sDEVICE=pdfwrite``, under -dSAFER), and
+poppler's ``pdftotext`` reads that, a form feed between pages; both run by ``helpers.run``. Lines
+become paragraphs as for PDF (``pdf_text.paragraphs``), and a paragraph repeated on half the pages
+(running heads, footers) is boilerplate. Measured on groff's PostScript of as(1), 33 pages, against
+the words of its text rendering: ``ps2ascii`` (a script running ``gs -sDEVICE=txtwrite``) glues
+words whose space groff draws as a move (97.4% of the words found, 195 glued junk words, ligatures
+left as U+FB01); gs to PDF then pypdfium2 98.4% and 141; gs to PDF then pdftotext 100% and 3, in
+0.38 s against txtwrite's 0.28 s. Title, author (``%%For``), creator and creation date come from the DSC
 comments of the header (or of the trailer when the header says ``(atend)``), never from the PDF's
 info, which Ghostscript fills with its own name and today's date.
 """
@@ -16,12 +18,14 @@ import datetime as dt
 import logging
 import re
 import struct
+import unicodedata
+from collections import Counter
 
 from .document import Document
 from deskdex.errors import CorruptFile
 from . import helpers
-from .pdf import convert as pdf_convert
-from .registry import GHOSTSCRIPT
+from .pdf_text import paragraphs
+from .registry import GHOSTSCRIPT, PDFTOTEXT
 from .source import Source
 
 logger = logging.getLogger(__name__)
@@ -33,6 +37,7 @@ _DSC_KEYS = {b"Title": "title", b"For": "author", b"Creator": "creator", b"Creat
 _WINDOW = 64 * 1024  # the header comments and the trailer are read from this much at each end
 _DATES = ("%a %b %d %H:%M:%S %Y", "%a %b %d %H:%M:%S %Z %Y", "%m/%d/%y %H:%M:%S", "%m/%d/%Y %H:%M:%S",
           "%d %b %Y %H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%a %b %d %Y", "%m/%d/%y", "%Y-%m-%d")
+_DIGITS = re.compile(r"\d+")
 _PDF_DATE = re.compile(r"^\(?D:(\d{4})(\d{2})(\d{2})(\d{2})?(\d{2})?(\d{2})?")
 
 
@@ -49,20 +54,30 @@ def convert(source: Source, mime: str) -> Document:
     pdf = helpers.run(GHOSTSCRIPT, args, target, suffix=".eps" if eps else ".ps")
     doc = Document(uri=source.uri, mime=mime)
     if pdf.startswith(b"%PDF"):
-        printed = pdf_convert(Source(uri=source.uri, name=source.name + ".pdf", data=pdf), "application/pdf")
-        doc.blocks = printed.blocks
-        if "pages" in printed.meta:
-            meta["pages"] = printed.meta["pages"]
-        fallback = printed.title if printed.title != source.name + ".pdf" else ""
-    else:
-        fallback = ""
+        printed = Source(uri=source.uri, name=source.name + ".pdf", data=pdf)
+        text = helpers.run(PDFTOTEXT, ["-q", "-enc", "UTF-8", "{}", "-"], printed, suffix=".pdf")
+        _fill(doc, text.decode("utf-8", "replace").split("\f"))
     if not doc.blocks:
         meta["content"] = "none"  # drawings, scanned pages: no text to find (no OCR here)
     if eps:
         meta["eps"] = "yes"
     doc.meta.update(meta)
-    doc.settle_title(doc.meta.pop("title", "") or fallback, source.name)
+    first = next((b.text for b in doc.blocks if not b.boilerplate and 3 <= len(b.text) <= 120), "")
+    doc.title = doc.meta.pop("title", "") or first or source.name
     return doc
+
+
+def _fill(doc: Document, pages: list[str]) -> None:
+    """Paragraphs of each page; one seen on half the pages or more (a running head, a footer with
+    its page number) is boilerplate."""
+    if pages and not pages[-1].strip():
+        pages.pop()  # pdftotext ends the last page with a form feed too
+    paras = [paragraphs([unicodedata.normalize("NFKC", ln).strip() for ln in page.splitlines()]) for page in pages]
+    seen = Counter(key for page in paras for key in {_DIGITS.sub("#", p) for p in page})
+    repeated = max(2, (len(pages) + 1) // 2)
+    for page in paras:
+        for p in page:
+            doc.add("p", p, boilerplate=len(pages) > 1 and seen[_DIGITS.sub("#", p)] >= repeated)
 
 
 def _postscript_section(data: bytes) -> bytes:

@@ -103,6 +103,7 @@ MAN_SUFFIXES: tuple[str, ...] = (*(str(n) for n in range(1, 10)), "n", "man")
 
 # Helper programs, named once: the format rows declare them and the converters run them (helpers.run).
 GHOSTSCRIPT = Need(("gs",), "apt-get install ghostscript")
+PDFTOTEXT = Need(("pdftotext",), "apt-get install poppler-utils")
 DJVUTXT = Need(("djvutxt",), "apt-get install djvulibre-bin")
 DJVUSED = Need(("djvused",), "apt-get install djvulibre-bin")
 
@@ -147,7 +148,7 @@ FORMATS_BASE: tuple[Format, ...] = (
            "deskdex.converters.xls:convert", "xlrd"),
     Format("EPUB", ("application/epub+zip",), ("epub",), "deskdex.converters.epub:convert", "lxml"),
     Format("PostScript", ("application/postscript", "application/eps", "image/x-eps"), ("ps", "eps", "epsf", "epsi"),
-           "deskdex.converters.postscript:convert", "Ghostscript (gs) to PDF, then pypdfium2", (GHOSTSCRIPT,)),
+           "deskdex.converters.postscript:convert", "Ghostscript, pdftotext", (GHOSTSCRIPT, PDFTOTEXT)),
     Format("DjVu", ("image/vnd.djvu", "image/x-djvu"), ("djvu", "djv"), "deskdex.converters.djvu:convert",
            "djvulibre (djvutxt, djvused)", (DJVUTXT, DJVUSED)),
     Format("FictionBook", ("application/x-fictionbook+xml", "application/x-zip-compressed-fb2"), ("fb2", "fb2.zip"),
