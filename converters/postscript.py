@@ -46,7 +46,7 @@ def convert(source: Source, mime: str) -> Document:
     program = _postscript_section(data)
     meta = dsc_comments(program)
     eps = program.startswith(b"%!PS-Adobe") and b"EPSF" in program[:40]
-    args = ["-q", "-dSAFER", "-dBATCH", "-dNOPAUSE", "-dNOINTERPOLATE", "-sstdout=%stderr",
+    args = ["-q", "-dSAFER", "-dBATCH", "-dNOPAUSE", "-sstdout=%stderr",
             "-sDEVICE=pdfwrite", "-sOutputFile=-", *(["-dEPSCrop"] if eps else []), "{}"]
     # A binary EPS is written out as its PostScript section alone (Ghostscript reads both; this
     # keeps the TIFF or WMF preview away from it).
@@ -56,7 +56,7 @@ def convert(source: Source, mime: str) -> Document:
     if pdf.startswith(b"%PDF"):
         printed = Source(uri=source.uri, name=source.name + ".pdf", data=pdf)
         text = helpers.run(PDFTOTEXT, ["-q", "-enc", "UTF-8", "{}", "-"], printed, suffix=".pdf")
-        _fill(doc, text.decode("utf-8", "replace").split("\f"))
+        meta.setdefault("pages", str(_fill(doc, text.decode("utf-8", "replace").split("\f"))))
     if not doc.blocks:
         meta["content"] = "none"  # drawings, scanned pages: no text to find (no OCR here)
     if eps:
@@ -67,9 +67,9 @@ def convert(source: Source, mime: str) -> Document:
     return doc
 
 
-def _fill(doc: Document, pages: list[str]) -> None:
+def _fill(doc: Document, pages: list[str]) -> int:
     """Paragraphs of each page; one seen on half the pages or more (a running head, a footer with
-    its page number) is boilerplate."""
+    its page number) is boilerplate. Returns the number of pages."""
     if pages and not pages[-1].strip():
         pages.pop()  # pdftotext ends the last page with a form feed too
     paras = [paragraphs([unicodedata.normalize("NFKC", ln).strip() for ln in page.splitlines()]) for page in pages]
@@ -78,6 +78,7 @@ def _fill(doc: Document, pages: list[str]) -> None:
     for page in paras:
         for p in page:
             doc.add("p", p, boilerplate=len(pages) > 1 and seen[_DIGITS.sub("#", p)] >= repeated)
+    return len(pages)
 
 
 def _postscript_section(data: bytes) -> bytes:
@@ -98,8 +99,14 @@ def _postscript_section(data: bytes) -> bytes:
 def dsc_comments(program: bytes) -> dict[str, str]:
     """Title, author (``%%For``), creator, creation date (ISO 8601 when it parses) and page count
     from the document structuring comments; ``(atend)`` values are looked up in the trailer."""
-    head_end = program.find(b"%%EndComments", 0, _WINDOW)
-    head = program[:head_end if head_end > 0 else _WINDOW]
+    # The header ends at %%EndComments or at the first line of code: comments of an embedded
+    # figure further on (its own %%Title) are not the document's.
+    lines = []
+    for line in program[:_WINDOW].splitlines():
+        if line.startswith(b"%%EndComments") or (line.strip() and not line.startswith(b"%")):
+            break
+        lines.append(line)
+    head = b"\n".join(lines)
     found: dict[str, str] = {}
     atend: set[bytes] = set()
     for key, raw in _DSC.findall(head):

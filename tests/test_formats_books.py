@@ -14,7 +14,7 @@ import pytest
 from deskdex.converters import Source, convert
 from deskdex.converters.document import Document
 
-from .conftest import need_corpus
+from .conftest import CLI, need_corpus
 
 FB2 = """<?xml version="1.0" encoding="{encoding}"?>
 <FictionBook xmlns="http://www.gribuser.ru/xml/fictionbook/2.0" xmlns:l="http://www.w3.org/1999/xlink">
@@ -69,10 +69,12 @@ ABW = """<?xml version="1.0" encoding="UTF-8"?>
 <pagesize pagetype="A4" orientation="portrait" width="210" height="297" units="mm" page-scale="1"/>
 <section props="page-margin-top:1in" header="hdr1">
 <p style="Heading 1">Field notes</p>
-<p style="Normal">The okapi <c props="font-weight:bold">hides</c> in the <a xlink:href="https://example.org/forest">Ituri forest</a>.<br/>Next line.</p>
+<p style="Normal">The okapi <c props="font-weight:bold">hides</c> in the
+ <a xlink:href="https://example.org/forest">Ituri forest</a>.<br/>Next line.</p>
 <p style="Heading 2">Sightings</p>
 <p style="Bulleted List" listid="1" level="1">Two zebras at the waterhole</p>
-<table props="table-column-props:1in/1in/"><cell props="left-attach:0"><p style="Normal">Animal</p></cell><cell><p>Count</p></cell></table>
+<table props="table-column-props:1in/1in/"><cell props="left-attach:0"><p style="Normal">Animal</p></cell>
+<cell><p>Count</p></cell></table>
 <p style="Normal"><field type="page_number"/><image dataid="img1"/>After the picture.</p>
 </section>
 <section id="hdr1" type="header"><p style="Normal">Okapi field notes - running header</p></section>
@@ -290,3 +292,35 @@ def test_corpus_books_and_sheets_convert_with_content_and_title() -> None:
             empty.append(path.name)
     # Only AbiWord's blank page templates have nothing in them.
     assert set(empty) <= {"A4.awt", "US-Letter.awt", "Two-Columns.awt", "normal.awt"}, empty
+
+
+def test_each_new_format_is_indexed_and_found_through_the_worker_pool(cli: CLI, tmp_path: Path) -> None:
+    """The whole path: detected, converted in a worker (helpers included), indexed, searched."""
+    import shutil
+
+    if any(shutil.which(p) is None for p in ("gs", "pdftotext", "cjb2", "djvused", "djvutxt")):
+        pytest.skip("Ghostscript, poppler-utils or djvulibre-bin is not installed")
+    from .test_formats_djvu import djvused, page, text_layer
+    from .test_formats_postscript import EPS
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "book.fb2").write_text(FB2.format(encoding="UTF-8"))
+    (docs / "notes.zabw").write_bytes(gzip.compress(ABW.encode()))
+    (docs / "census.gnumeric").write_bytes(gzip.compress(GNUMERIC.encode()))
+    (docs / "label.eps.gz").write_bytes(gzip.compress(EPS))
+    scan = page(tmp_path, "scan", "x")
+    (tmp_path / "t").write_text(text_layer("Aardvark tunnels"))
+    djvused(scan, f"select 1; set-txt {tmp_path / 't'}")
+    shutil.copy(scan, docs / "scan.djvu")
+    summary = cli.json("index", str(docs))
+    assert summary["indexed"] == 5 and summary["failed"] == 0, summary
+    for word, name, title in [("flamingos", "book.fb2", "Окапи и зебры"),
+                              ("picture", "notes.zabw", "Okapi field notes"),
+                              ("herd", "census.gnumeric", "Zebra census"),
+                              ("sanctuary", "label.eps.gz", "Okapi (label)"), ("aardvark", "scan.djvu", "scan.djvu")]:
+        found = cli.json("search", word)["hits"]
+        assert [(h["path"], h["title"]) for h in found] == [(str(docs / name), title)], (word, found)
+    assert {h["path"] for h in cli.json("search", "type:doc")["hits"]} >= {str(docs / n) for n in
+                                                                           ("book.fb2", "notes.zabw", "label.eps.gz")}
+    assert [h["path"] for h in cli.json("search", "type:sheet")["hits"]] == [str(docs / "census.gnumeric")]

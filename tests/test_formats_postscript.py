@@ -107,6 +107,16 @@ def test_dos_binary_eps_and_values_at_end(tmp_path: Path) -> None:
     assert doc.title == "Late okapi title" and "Okapi sanctuary map" in doc.text()
 
 
+def test_only_the_header_comments_name_the_document(tmp_path: Path) -> None:
+    (tmp_path / "report.ps").write_bytes(
+        b"%!PS-Adobe-3.0\n%%Creator: hand\n/Helvetica findfont 12 scalefont setfont\n"
+        b"%%BeginDocument: figure.eps\n%%Title: figure.eps\n%%For: someone else\n%%EndDocument\n"
+        b"72 700 moveto (Hartebeest migration report) show showpage\n")
+    reason, message, doc = converted(tmp_path / "report.ps")
+    assert doc is not None, (reason, message)
+    assert doc.title == "Hartebeest migration report" and "author" not in doc.meta  # not the figure's
+
+
 def test_drawing_without_text_is_a_document_without_content(tmp_path: Path) -> None:
     (tmp_path / "box.ps").write_bytes(b"%!PS-Adobe-3.0\n%%Title: A box\n%%EndComments\n"
                                       b"newpath 10 10 moveto 100 0 rlineto 0 100 rlineto closepath stroke showpage\n")
