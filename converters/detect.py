@@ -31,9 +31,16 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"fLaC", "audio/flac"),
     (b"0&\xb2u\x8ef\xcf\x11", "video/x-ms-asf"),
     (b"WARC/", "application/warc"),
+    (b"%!PS", "application/postscript"),
+    (b"\xc5\xd0\xd3\xc6", "application/postscript"),  # DOS binary EPS
+    (b"AT&TFORM", "image/vnd.djvu"),
 )
 _HTML = re.compile(rb"^\s*(<!--.*?-->\s*)*(<!doctype\s+html|<html|<head|<body)", re.I | re.S)
 _XML = re.compile(rb"^\s*<\?xml", re.I)
+# XML formats told apart by their root element (a FictionBook book, an AbiWord or Gnumeric file).
+_XML_ROOTS = re.compile(rb"<(FictionBook|abiword|gnm:Workbook|gmr:Workbook)[\s>]")
+_XML_ROOT_MIMES = {b"FictionBook": "application/x-fictionbook+xml", b"abiword": "application/x-abiword",
+                   b"gnm:Workbook": "application/x-gnumeric", b"gmr:Workbook": "application/x-gnumeric"}
 # A mail header block: "Name: value" lines (folded lines go on with a space or tab) up to a blank
 # line, with at least two distinct names that mail carries, so that a note starting "Subject: ..."
 # stays text. An mbox starts with a "From " separator line followed by such a block (Thunderbird
@@ -121,6 +128,8 @@ def sniff(head: bytes) -> str:
     if _HTML.match(head):
         return "text/html"
     if _XML.match(head):
+        if root := _XML_ROOTS.search(head[:2048]):
+            return _XML_ROOT_MIMES[root.group(1)]
         return "application/xml" if b"<html" not in head[:512].lower() else "application/xhtml+xml"
     if looks_like_text(head):
         return "text/plain"

@@ -4,19 +4,22 @@ content.xml gives headings (``text:h`` with its outline level), paragraphs, list
 (one ``td`` block per non-empty cell; a sheet's name becomes a heading) and slides (the
 title frame as a heading, then the other frames and the speaker notes). meta.xml gives the
 title, author, dates, subject, keywords and language. Entities are never resolved and no
-DTD or network is loaded; member sizes are checked before inflating (``zipcheck``).
+DTD or network is loaded; member sizes are checked before inflating (``zipcheck``). A file saved
+with a password (its manifest marks content.xml or meta.xml encrypted) is Encrypted, not corrupt;
+flat XML files cannot be encrypted.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import zipfile
 from typing import Iterator
 
 from lxml import etree
 
 from .document import Block, Document, Inline
-from deskdex.errors import CorruptFile, HostileInput
+from deskdex.errors import CorruptFile, Encrypted, HostileInput
 from .source import Source
 from .zipcheck import open_zip, read_member
 
@@ -70,6 +73,7 @@ def convert(source: Source, mime: str) -> Document:
         meta, body = root.find(q("office:meta")), root.find(q("office:body"))
     else:
         zf = open_zip(data, "OpenDocument file")
+        _refuse_encrypted(zf)
         body_root = _parse(read_member(zf, "content.xml", "OpenDocument file"), "content.xml")
         body = body_root.find(q("office:body"))
         meta = None
@@ -82,6 +86,27 @@ def convert(source: Source, mime: str) -> Document:
     _Walker(doc).walk_body(body)
     doc.settle_title(doc.meta.pop("title", ""), source.name)
     return doc
+
+
+_MANIFEST = "urn:oasis:names:tc:opendocument:xmlns:manifest:1.0"
+# The parts read here, and the one part LibreOffice writes when it encrypts the whole package.
+_READ = ("content.xml", "meta.xml", "encrypted-package")
+
+
+def _refuse_encrypted(zf: zipfile.ZipFile) -> None:
+    """A document saved with a password keeps its manifest in the clear and says there which parts
+    it encrypted (``manifest:encryption-data``, ODF 1.2 part 3, 3.8): content.xml (or styles.xml,
+    meta.xml) is then ciphertext, which would fail to parse and read as damage."""
+    if "META-INF/manifest.xml" not in zf.NameToInfo:
+        return
+    try:
+        manifest = _parse(read_member(zf, "META-INF/manifest.xml", "OpenDocument file"), "manifest.xml")
+    except (CorruptFile, HostileInput):
+        return  # the parts themselves say whether they can be read
+    for entry in manifest.iterfind(f"{{{_MANIFEST}}}file-entry"):
+        path = entry.get(f"{{{_MANIFEST}}}full-path", "")
+        if path in _READ and entry.find(f"{{{_MANIFEST}}}encryption-data") is not None:
+            raise Encrypted(f"OpenDocument file is encrypted ({path}): it needs a password to be read")
 
 
 def _parse(data: bytes, what: str) -> etree._Element:

@@ -101,6 +101,12 @@ SOURCE_LANGUAGES: dict[str, str] = {
 # openssl.1ssl, EXIT_FAILURE.3const) is a man page when it starts as roff (detect.py).
 MAN_SUFFIXES: tuple[str, ...] = (*(str(n) for n in range(1, 10)), "n", "man")
 
+# Helper programs, named once: the format rows declare them and the converters run them (helpers.run).
+GHOSTSCRIPT = Need(("gs",), "apt-get install ghostscript")
+PDFTOTEXT = Need(("pdftotext",), "apt-get install poppler-utils")
+DJVUTXT = Need(("djvutxt",), "apt-get install djvulibre-bin")
+DJVUSED = Need(("djvused",), "apt-get install djvulibre-bin")
+
 FORMATS_BASE: tuple[Format, ...] = (
     Format("Plain text", ("text/plain",), ("txt", "text", "log", "readme", "1st", "me"),
            "deskdex.converters.plaintext:convert", "charset-normalizer"),
@@ -141,6 +147,15 @@ FORMATS_BASE: tuple[Format, ...] = (
     Format("Excel 97-2003 (XLS)", ("application/vnd.ms-excel",), ("xls", "xlt"),
            "deskdex.converters.xls:convert", "xlrd"),
     Format("EPUB", ("application/epub+zip",), ("epub",), "deskdex.converters.epub:convert", "lxml"),
+    Format("PostScript", ("application/postscript", "application/eps", "image/x-eps"), ("ps", "eps", "epsf", "epsi"),
+           "deskdex.converters.postscript:convert", "Ghostscript, pdftotext", (GHOSTSCRIPT, PDFTOTEXT)),
+    Format("DjVu", ("image/vnd.djvu", "image/x-djvu"), ("djvu", "djv"), "deskdex.converters.djvu:convert",
+           "djvulibre (djvutxt, djvused)", (DJVUTXT, DJVUSED)),
+    Format("FictionBook", ("application/x-fictionbook+xml", "application/x-zip-compressed-fb2"), ("fb2", "fb2.zip"),
+           "deskdex.converters.fictionbook:convert", "lxml"),
+    Format("AbiWord", ("application/x-abiword", "application/x-abiword-template"), ("abw", "awt", "zabw"),
+           "deskdex.converters.abiword:convert", "lxml"),
+    Format("Gnumeric", ("application/x-gnumeric",), ("gnumeric",), "deskdex.converters.gnumeric:convert", "lxml"),
     Format("Markdown", ("text/markdown", "text/x-markdown"), ("md", "markdown", "mdown", "mkd"),
            "deskdex.converters.markup:markdown", "markdown-it-py"),
     Format("reStructuredText", ("text/x-rst",), ("rst", "rest"), "deskdex.converters.markup:rest", "docutils"),

@@ -38,9 +38,11 @@ TEXT_FIELDS = ("title", "headings", "anchors", "body", "boiler", "author", "path
 TYPE_GROUPS: dict[str, tuple[str, ...]] = {
     "pdf": ("application/pdf",),
     "doc": ("application/vnd.openxmlformats-officedocument.wordprocessingml.document", "application/msword",
-            "application/vnd.oasis.opendocument.text", "application/rtf", "text/rtf", "application/epub+zip"),
+            "application/vnd.oasis.opendocument.text", "application/rtf", "text/rtf", "application/epub+zip",
+            "application/postscript", "image/vnd.djvu", "application/x-fictionbook+xml", "application/x-abiword"),
     "sheet": ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "application/vnd.ms-excel",
-              "application/vnd.oasis.opendocument.spreadsheet", "text/csv", "text/tab-separated-values"),
+              "application/vnd.oasis.opendocument.spreadsheet", "text/csv", "text/tab-separated-values",
+              "application/x-gnumeric"),
     "slides": ("application/vnd.openxmlformats-officedocument.presentationml.presentation",
                "application/vnd.ms-powerpoint", "application/vnd.oasis.opendocument.presentation"),
     "mail": ("message/rfc822", "application/mbox"),

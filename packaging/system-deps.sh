@@ -14,7 +14,8 @@ set -euo pipefail
 # verifies the user unit; xvfb and the X11/EGL libraries: Qt's xcb platform for the tray tests.
 # The helper programs some formats need, all optional for `make run` (without one, its files fail
 # `helper_missing` and `deskdex formats` names the package): antiword and catdoc (.doc, catppt for .ppt),
-# djvulibre-bin (djvutxt), ghostscript (ps2ascii), tesseract-ocr + tesseract-ocr-eng (OCR's language data).
+# djvulibre-bin (djvutxt, djvused), ghostscript (gs; PostScript also needs poppler-utils' pdftotext),
+# tesseract-ocr + tesseract-ocr-eng (OCR's language data).
 # libreoffice-*-nogui and mkvtoolnix: only the tests need them, to make .doc/.ppt/.xls and .mkv files with
 # the formats' own tools.
 PKGS=(acl util-linux systemd poppler-utils xvfb libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1
