@@ -31,6 +31,7 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"fLaC", "audio/flac"),
     (b"0&\xb2u\x8ef\xcf\x11", "video/x-ms-asf"),
     (b"WARC/", "application/warc"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "application/x-ole-storage"),  # Office 97-2003, Outlook: ole.py
 )
 _HTML = re.compile(rb"^\s*(<!--.*?-->\s*)*(<!doctype\s+html|<html|<head|<body)", re.I | re.S)
 _XML = re.compile(rb"^\s*<\?xml", re.I)
