@@ -17,6 +17,7 @@ import io
 import logging
 from typing import TYPE_CHECKING
 
+from .detect import extension
 from .document import Document
 from deskdex.errors import CorruptFile, Encrypted
 from .registry import Result, default_registry
@@ -34,6 +35,7 @@ DOC_MIME = "application/msword"
 PPT_MIME = "application/vnd.ms-powerpoint"
 XLS_MIME = "application/vnd.ms-excel"
 MSG_MIME = "application/vnd.ms-outlook"
+_KINDS = (DOC_MIME, PPT_MIME, XLS_MIME, MSG_MIME)
 
 # SummaryInformation fields kept as metadata, by olefile's attribute name.
 _TEXT_FIELDS = (("title", "title"), ("author", "author"), ("subject", "subject"), ("keywords", "keywords"),
@@ -143,6 +145,9 @@ def convert(source: Source, mime: str) -> Result:
         ole.close()
     if found is None:
         refuse_encrypted_office(data, "Office file")  # a password-protected DOCX, XLSX or PPTX
+        if default_registry().mime_for_extension(extension(source.name)) in _KINDS:
+            # A .doc (.ppt, .xls, .msg) whose streams its converter did not find: damage, not another kind.
+            raise CorruptFile("not a readable Office file or Outlook message: no stream of the kind its suffix names")
         # Thumbs.db, an MSI package, a Visio drawing...: found by name and path.
         return Document(uri=source.uri, mime=OLE_MIME, title=source.name, meta={"content": "none"})
     return default_registry().converter(found)(source, found)
