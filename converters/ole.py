@@ -47,6 +47,7 @@ _DATE_FIELDS = (("create_time", "created"), ("last_saved_time", "modified"))
 def open_ole(data: bytes, what: str) -> OleFileIO:
     """The compound file in ``data``; CorruptFile when it is none or its directory is broken."""
     import olefile
+    from olefile.olefile import VT_VECTOR, i32
 
     class BoundedOleFile(olefile.OleFileIO):  # type: ignore[misc]
         """olefile 0.47 loops once per element of a property vector, up to 2**32 times for a damaged
@@ -56,8 +57,8 @@ def open_ole(data: bytes, what: str) -> OleFileIO:
 
         def _parse_property(self, s: bytes, offset: int, property_id: int, property_type: int,
                             *args: Any) -> Any:
-            if property_type & olefile.VT_VECTOR and olefile.i32(s, offset) > len(s):
-                raise ValueError(f"a vector of {olefile.i32(s, offset)} elements in a {len(s)}-byte stream")
+            if property_type & VT_VECTOR and i32(s, offset) > len(s):
+                raise ValueError(f"a vector of {i32(s, offset)} elements in a {len(s)}-byte stream")
             return super()._parse_property(s, offset, property_id, property_type, *args)
 
     if not data.startswith(OLE_MAGIC):

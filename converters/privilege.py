@@ -142,7 +142,7 @@ LAZY_IMPORTS = (
     "PIL.JpegImagePlugin", "PIL.MpoImagePlugin", "PIL.PngImagePlugin", "PIL.TiffImagePlugin",
     "PIL.GifImagePlugin", "PIL.BmpImagePlugin", "PIL.WebPImagePlugin", "PIL.PpmImagePlugin", "defusedxml.ElementTree",
     # Office 97-2003 and Outlook (ole.py, doc.py, ppt.py, msg.py), and what msoffcrypto.OfficeFile imports on its call.
-    "olefile", "msoffcrypto", "msoffcrypto.format.doc97", "msoffcrypto.format.ppt97", "msoffcrypto.format.xls97",
+    "olefile", "olefile.olefile", "msoffcrypto", "msoffcrypto.format.doc97", "msoffcrypto.format.ppt97", "msoffcrypto.format.xls97",
     "msoffcrypto.format.ooxml", "extract_msg", "extract_msg.enums",
 )
 

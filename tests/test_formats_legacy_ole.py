@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tarfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -213,6 +215,29 @@ def test_truncated_and_garbage_files_are_corrupt(office: Path, tmp_path: Path) -
             assert converted(tmp_path / name)[:2] == (False, "corrupt"), name
     (tmp_path / "junk.msg").write_bytes(ole + bytes(range(256)) * 40)
     assert converted(tmp_path / "junk.msg")[:2] == (False, "corrupt")
+
+
+@pytest.mark.timeout(30)
+def test_a_damaged_property_vector_costs_that_property_only(office: Path, tmp_path: Path) -> None:
+    import olefile
+
+    # The title property (id 2) retyped as a vector of 2**32 - 16 empty values: olefile
+    # 0.47 alone loops over them until memory runs out (converters/ole.py).
+    path = tmp_path / "vector.doc"
+    shutil.copy(office / "report.doc", path)
+    with olefile.OleFileIO(str(path), write_mode=True) as ole:
+        props = bytearray(ole.openstream("\x05SummaryInformation").read())
+        section = struct.unpack_from("<I", props, 44)[0]
+        count = struct.unpack_from("<I", props, section + 4)[0]
+        offsets = dict(struct.unpack_from("<II", props, section + 8 + 8 * i) for i in range(count))
+        struct.pack_into("<II", props, section + offsets[2], 0x1000, 0xFFFFFFF0)
+        ole.write_stream("\x05SummaryInformation", bytes(props))
+    started = time.monotonic()
+    ok, reason, doc = converted(path)
+    # olefile catches BaseException around each property, pytest-timeout's too: time it here.
+    assert time.monotonic() - started < 10
+    assert ok, reason
+    assert doc is not None and doc.title == "vector.doc" and doc.meta["author"] == "Jane Doe"
 
 
 def test_missing_helpers_fail_as_helper_missing_naming_the_package(office: Path, tmp_path: Path) -> None:
