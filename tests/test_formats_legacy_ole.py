@@ -138,12 +138,13 @@ def outlook(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def oletools_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Files saved by Microsoft Office, from oletools' tests: password-protected .doc, .xls and
-    .ppt, a plain Word document, and a presentation with a Korean author name."""
+    .ppt, a plain Word document, a presentation with a Korean author name, a workbook."""
     data = "oletools-0.60.2/tests/test-data/"
     return _members(_sdist("oletools==0.60.2"), {
         data + "encrypted/encrypted.doc": "locked.doc", data + "encrypted/encrypted.xls": "locked.xls",
         data + "encrypted/encrypted.ppt": "locked.ppt", data + "msodde/harmless-clean.doc": "harmless.doc",
-        data + "olevba/sample_with_vba.ppt": "korean.ppt"}, tmp_path_factory.mktemp("oletools"))
+        data + "olevba/sample_with_vba.ppt": "korean.ppt", data + "excel4-macros/excel4_sample_macro.xls": "macro.xls"},
+        tmp_path_factory.mktemp("oletools"))
 
 
 def test_doc_title_metadata_paragraphs_lists_and_tables(office: Path) -> None:
@@ -186,6 +187,11 @@ def test_office_files_saved_by_microsoft_office(oletools_files: Path) -> None:
     # SummaryInformation in code page 949, the slide master's name from catppt
     assert doc is not None and doc.title == "PPT VBA TEST" and doc.meta["author"] == "김 기정"
     assert [(b.kind, b.text) for b in doc.blocks] == [("h", "Office 테마")]
+    ok, reason, doc = converted(oletools_files / "macro.xls")
+    assert ok, reason
+    # the author from SummaryInformation, the last user from the workbook's WRITEACCESS record
+    assert doc is not None and doc.meta["author"] == "user" and doc.meta["modified_by"] == "Philippe Lagadec"
+    assert doc.meta["created"] == "2019-01-20T07:17:53" and doc.title == "macro.xls"
 
 
 def test_ole_files_found_by_content_under_a_wrong_suffix_or_none(office: Path, tmp_path: Path) -> None:
