@@ -141,7 +141,7 @@ FORMATS_BASE: tuple[Format, ...] = (
     Format("Excel 97-2003 (XLS)", ("application/vnd.ms-excel",), ("xls", "xlt"),
            "deskdex.converters.xls:convert", "xlrd"),
     Format("Word 97-2003 (DOC)", ("application/msword",), ("doc", "dot"), "deskdex.converters.doc:convert",
-           "antiword (catdoc fallback), olefile", needs=(Need(("antiword", "catdoc"), "apt-get install antiword catdoc"),)),
+           "antiword, catdoc", needs=(Need(("antiword", "catdoc"), "apt-get install antiword catdoc"),)),
     Format("PowerPoint 97-2003 (PPT)", ("application/vnd.ms-powerpoint",), ("ppt", "pps", "pot"),
            "deskdex.converters.ppt:convert", "catppt, olefile", needs=(Need(("catppt",), "apt-get install catdoc"),)),
     Format("Outlook message (MSG)", ("application/vnd.ms-outlook",), ("msg",), "deskdex.converters.msg:convert",
