@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import codecs
 import datetime as dt
+import functools
 import io
 import logging
 from typing import TYPE_CHECKING, Any
@@ -46,27 +47,32 @@ _DATE_FIELDS = (("create_time", "created"), ("last_saved_time", "modified"))
 
 def open_ole(data: bytes, what: str) -> OleFileIO:
     """The compound file in ``data``; CorruptFile when it is none or its directory is broken."""
+    if not data.startswith(OLE_MAGIC):
+        raise CorruptFile(f"not a {what}: not an OLE compound file")
+    try:
+        ole: OleFileIO = _bounded_ole_file()(data)
+        return ole
+    except Exception as exc:  # OleFileError, struct.error, IndexError... on damaged sectors
+        raise CorruptFile(f"not a readable {what}: broken OLE container: {type(exc).__name__}: {exc}") from exc
+
+
+@functools.cache
+def _bounded_ole_file() -> type[Any]:
+    """olefile's OleFileIO, one loop bounded: olefile 0.47 loops once per element of a property
+    vector, up to 2**32 times for a damaged count, appending to a list until memory runs out (its
+    issues 162 and 170). A vector cannot hold more elements than its stream has bytes: a longer one
+    is a defect of that property, which olefile logs and skips, as it does its other broken ones."""
     import olefile
     from olefile.olefile import VT_VECTOR, i32
 
     class BoundedOleFile(olefile.OleFileIO):  # type: ignore[misc]
-        """olefile 0.47 loops once per element of a property vector, up to 2**32 times for a damaged
-        count, appending to a list until memory runs out (olefile issues 162 and 170). A vector
-        cannot hold more elements than its stream has bytes: a longer one is a defect of that
-        property, which olefile logs and skips, as it does for its other broken properties."""
-
         def _parse_property(self, s: bytes, offset: int, property_id: int, property_type: int,
                             *args: Any) -> Any:
             if property_type & VT_VECTOR and i32(s, offset) > len(s):
                 raise ValueError(f"a vector of {i32(s, offset)} elements in a {len(s)}-byte stream")
             return super()._parse_property(s, offset, property_id, property_type, *args)
 
-    if not data.startswith(OLE_MAGIC):
-        raise CorruptFile(f"not a {what}: not an OLE compound file")
-    try:
-        return BoundedOleFile(data)
-    except Exception as exc:  # OleFileError, struct.error, IndexError... on damaged sectors
-        raise CorruptFile(f"not a readable {what}: broken OLE container: {type(exc).__name__}: {exc}") from exc
+    return BoundedOleFile
 
 
 def kind(ole: OleFileIO) -> str | None:
