@@ -34,6 +34,7 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"%!PS", "application/postscript"),
     (b"\xc5\xd0\xd3\xc6", "application/postscript"),  # DOS binary EPS
     (b"AT&TFORM", "image/vnd.djvu"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "application/x-ole-storage"),  # Office 97-2003, Outlook: ole.py
 )
 _HTML = re.compile(rb"^\s*(<!--.*?-->\s*)*(<!doctype\s+html|<html|<head|<body)", re.I | re.S)
 _XML = re.compile(rb"^\s*<\?xml", re.I)

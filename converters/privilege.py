@@ -142,6 +142,9 @@ LAZY_IMPORTS = (
     "mutagen.aac", "mutagen.ac3", "mutagen.smf", "mutagen.tak", "mutagen.dsf", "mutagen.dsdiff", "mutagen.wave",
     "PIL.JpegImagePlugin", "PIL.MpoImagePlugin", "PIL.PngImagePlugin", "PIL.TiffImagePlugin",
     "PIL.GifImagePlugin", "PIL.BmpImagePlugin", "PIL.WebPImagePlugin", "PIL.PpmImagePlugin", "defusedxml.ElementTree",
+    # Office 97-2003 and Outlook (ole.py, doc.py, ppt.py, msg.py), and what msoffcrypto.OfficeFile imports on its call.
+    "olefile", "olefile.olefile", "msoffcrypto", "msoffcrypto.format.doc97", "msoffcrypto.format.ppt97", "msoffcrypto.format.xls97",
+    "msoffcrypto.format.ooxml", "extract_msg", "extract_msg.enums",
 )
 
 

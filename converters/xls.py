@@ -2,8 +2,9 @@
 
 Shaped as the XLSX converter (sheets.py), whose sheet and cell emitting it shares: each sheet's
 name a level-2 heading, each non-empty cell a ``td``, numbers without a stray ``.0``, date cells
-as ISO dates. xlrd reads no document properties; the user name of the last save (the WRITEACCESS
-record) is the ``modified_by`` metadata, and the title is the file name.
+as ISO dates. The document properties (``ole.properties``: title, author, dates) are read with
+olefile; the user name of the last save (the WRITEACCESS record) is the ``modified_by`` metadata;
+the title is the properties' title, else the file name.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .document import Document
 from deskdex.errors import CorruptFile, Encrypted
+from .ole import open_ole, properties
 from .sheets import emit_sheets
 from .source import Source
 
@@ -36,6 +38,7 @@ def convert(source: Source, mime: str) -> Document:
             raise Encrypted("Excel workbook is encrypted: it needs a password to be read") from exc
         raise CorruptFile(f"not a readable Excel 97-2003 workbook: {type(exc).__name__}: {exc}") from exc
     doc = Document(uri=source.uri, mime=mime)
+    doc.meta.update(_properties(data))
     try:
         if (user := " ".join(str(book.user_name or "").split())):
             doc.meta["modified_by"] = user
@@ -44,8 +47,21 @@ def convert(source: Source, mime: str) -> Document:
         raise CorruptFile(f"broken sheet in Excel 97-2003 workbook: {type(exc).__name__}: {exc}") from exc
     finally:
         book.release_resources()
-    doc.title = source.name  # as the XLSX converter: a sheet name ("Sheet1") is no title
+    # As the XLSX converter: the properties' title, else the file name (a sheet name, "Sheet1", is no title).
+    doc.title = doc.meta.pop("title", "") or source.name
     return doc
+
+
+def _properties(data: bytes) -> dict[str, str]:
+    """Title, author, dates... from the workbook's SummaryInformation (``ole.properties``)."""
+    try:
+        ole = open_ole(data, "Excel workbook")
+    except CorruptFile:  # an Excel 95 file xlrd reads without an OLE container
+        return {}
+    try:
+        return properties(ole)
+    finally:
+        ole.close()
 
 
 def _sheets(book: Book) -> Iterator[Sheet]:
