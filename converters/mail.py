@@ -130,14 +130,14 @@ def attachments(msg: EmailMessage, source: Source) -> Iterator[Member]:
             name = f"message-{n}.eml"
         else:
             payload = _payload_bytes(part)
-            name = _safe_name(part.get_filename() or "", n)
+            name = member_name(part.get_filename() or "", n)
         while name in seen:
             name = "_" + name
         seen.add(name)
         yield Member(source.child(name, payload, mime=ctype))
 
 
-def _safe_name(name: str, n: int) -> str:
+def member_name(name: str, n: int) -> str:
     """An attachment's file name as an inner name: no path, no URI delimiters."""
     name = _UNSAFE.sub("_", name.replace("\\", "/").rsplit("/", 1)[-1]).strip(" ._")
     return name or f"attachment-{n}"

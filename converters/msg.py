@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from .document import Document
 from deskdex.errors import CorruptFile
 from .html import from_text
-from .mail import _safe_name
+from .mail import member_name
 from .ole import MSG_MIME
 from .registry import Member
 from .source import Source
@@ -120,7 +120,7 @@ def _member(att: Any, n: int, source: Source, seen: set[str]) -> Member | None:
         elif kind in (AttachmentType.DATA, AttachmentType.SIGNED) and isinstance(att.data, bytes):
             filename = getattr(att, "longFilename", None) or getattr(att, "shortFilename", None) or ""
             mimetype = getattr(att, "mimetype", None)
-            name, payload, ctype = _safe_name(str(filename), n), att.data, mimetype if isinstance(mimetype, str) else None
+            name, payload, ctype = member_name(str(filename), n), att.data, mimetype if isinstance(mimetype, str) else None
         else:
             logger.debug("attachment %d of %s is a %s: left out", n, source.uri, kind)
             return None
