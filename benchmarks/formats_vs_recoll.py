@@ -1,21 +1,25 @@
 """Per corpus format, the files whose content deskdex indexes against those Recoll indexes (issue 16).
 
-Recoll runs with every filter it has (nothing in ``excludedmimetypes``), its helpers installed by
-packaging/system-deps-bench.sh, ``indexallfilenames`` and its OCR of text-less PDFs on; deskdex runs
+Recoll runs with every filter it has (nothing in ``excludedmimetypes``; its TAR filter, off by
+default, on), its helpers installed by packaging/system-deps-bench.sh, ``indexallfilenames`` and its
+OCR of text-less PDFs on; deskdex runs
 ``deskdex index`` through the installed console script with a throwaway home. A file counts as
 content-indexed when it, or one of its members (an archive's files, a mail's attachments), has
 text beyond its name:
 
-- Recoll: a document of the file whose ``dbytes`` (the size of the text Recoll extracted) is above 0;
+- Recoll: a document of the file whose ``dbytes`` (the size of the text Recoll extracted) is at least
+  SMALL_TEXT, or whose text, extracted again through Recoll's Python module, has a word in it;
 - deskdex: a catalog row of the file with status ok whose stored document is not name-only
-  (``content`` meta not "none") and has body text.
+  (``content`` meta not "none") and has body text or a title other than its name (a mail with
+  headers and no body: Recoll counts the headers in its text).
 
     packaging/system-deps-bench.sh        # once, as root: Recoll and its helpers
     .venv/bin/python benchmarks/formats_vs_recoll.py [--corpus /tmp/corpora/mixed] \\
         [--recoll-home DIR [--reuse]] [--deskdex-home DIR]
 
 ``--recoll-home DIR --reuse`` keeps the Recoll index of an earlier run in DIR (and its timing) and
-indexes only deskdex again. Writes benchmarks/results/formats_vs_recoll.{json,md}.
+indexes only deskdex again; ``--deskdex-home DIR --deskdex-reuse`` keeps deskdex's too (the report
+only). Writes benchmarks/results/formats_vs_recoll.{json,md}.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import argparse
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -32,6 +37,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -44,6 +50,9 @@ from deskdex.index.store import Catalog  # noqa: E402
 # OCR as Recoll 1.34's manual says (section "Running OCR on image documents"): its PDF handler runs
 # tesseract on a PDF with no text. Recoll has no OCR of image files: those get their EXIF tags.
 RECOLL_EXTRA_CONF = "indexallfilenames = 1\npdfocr = 1\nocrprogs = tesseract\ntesseractlang = eng\n"
+# Filters Recoll ships but leaves off in its mimeconf (TAR: slow on big archives), turned on in the
+# config dir's own mimeconf, which Recoll merges over the system one.
+RECOLL_MIMECONF = "[index]\napplication/x-tar = execm rcltar.py\n"
 RUN_FILE = "formatbench-run.json"  # in the Recoll home: the timing of the run that built the index
 EXAMPLES = 5
 
@@ -62,12 +71,13 @@ def load_manifest(corpus: Path) -> dict[str, str]:
 
 
 def timing(run: Run) -> dict[str, float]:
-    return {"wall_s": round(run.wall, 1), "cpu_s": round(run.cpu, 1), "peak_rss_mb": round(run.peak_rss_sum / 1e6)}
+    return {"wall_s": round(run.wall, 1), "cpu_s": round(run.cpu, 1)}
 
 
 # -- Recoll -------------------------------------------------------------------------------------
 def index_recoll(home: str, corpus: str, reuse: bool) -> tuple[Recoll, dict[str, float]]:
     recoll = Recoll(home, corpus, excluded="", extra=RECOLL_EXTRA_CONF)
+    Path(home, "mimeconf").write_text(RECOLL_MIMECONF)
     run_file = Path(home, RUN_FILE)
     if reuse and run_file.exists() and Path(home, "xapiandb").is_dir():
         print(f"recoll: re-using the index in {home}", flush=True)
@@ -92,32 +102,84 @@ def recoll_log_errors(recoll: Recoll) -> dict[str, str]:
     return out
 
 
+# Run by the system Python (python3-recoll): for each (url, ipath, mtype) read as JSON lines, whether the text
+# Recoll's filters give for that document has a word in it ("1") or not ("0"). ``dbytes`` counts
+# whitespace too: an ODT with an empty body has dbytes 1.
+_HAS_WORDS = r"""
+import html, json, re, sys
+from recoll import recoll, rclextract
+db = recoll.connect(confdir=sys.argv[1])
+for line in sys.stdin:
+    doc = recoll.Doc()
+    doc.url, doc.ipath, doc.mimetype = json.loads(line)
+    try:
+        text = rclextract.Extractor(doc).textextract(doc.ipath).text or ""
+    except Exception:
+        text = ""
+    m = re.search(r"(?is)<body[^>]*>(.*)</body>", text) if "<html" in text[:300].lower() else None
+    body = html.unescape(re.sub(r"(?s)<[^>]*>", " ", m.group(1))) if m else text
+    found = "1" if re.search(r"\w", body) else "0"
+    print(found, flush=True)
+"""
+SMALL_TEXT = 64  # bytes: below this, dbytes may be only whitespace; the text itself is checked
+
+
+def has_words(recoll: Recoll, docs: list[tuple[str, str, str]]) -> list[bool]:
+    if not docs:
+        return []
+    out = subprocess.run(["/usr/bin/python3", "-c", _HAS_WORDS, recoll.confdir], capture_output=True, text=True,
+                         env=recoll.env, input="".join(json.dumps(d) + "\n" for d in docs), check=True).stdout
+    return [line == "1" for line in out.splitlines()]
+
+
 def recoll_states(recoll: Recoll) -> dict[str, FileState]:
-    """Path -> state, from every document of the corpus folder with its text size (``dbytes``)."""
+    """Path -> state, from every document of the corpus folder with its text size (``dbytes``); a
+    document with less than SMALL_TEXT bytes counts when that text has a word in it."""
     cmd = ["recollq", "-c", recoll.confdir, "-n", "0-100000000", "-F", "url ipath mtype dbytes",
            f"dir:{recoll.corpus}"]
     out = subprocess.run(cmd, capture_output=True, text=True, env=recoll.env, check=True).stdout
     states: dict[str, FileState] = defaultdict(FileState)
+    small: list[tuple[str, str, str]] = []
     for line in out.splitlines()[2:]:  # the query as Recoll read it, then the count
         url, ipath, mtype, dbytes = ([base64.b64decode(p).decode("utf-8", "replace") for p in line.split(" ")]
                                      + ["", "", "", ""])[:4]
         if not url.startswith("file://") or mtype == "inode/directory":
             continue
         state = states[url[7:]]
-        if int(dbytes or 0) > 0:
+        if int(dbytes or 0) >= SMALL_TEXT:
             state.content = True
+        elif int(dbytes or 0) > 0:
+            small.append((url, ipath, mtype))
         elif not ipath:
             state.reasons.add(f"no text ({mtype})")
+    for (url, ipath, mtype), words in zip(small, has_words(recoll, small)):
+        if words:
+            states[url[7:]].content = True
+        elif not ipath:
+            states[url[7:]].reasons.add(f"only whitespace ({mtype})")
     for path, message in recoll_log_errors(recoll).items():
         states[path].reasons.add(f"error: {message}")
     return states
 
 
 # -- deskdex ------------------------------------------------------------------------------------
-def index_deskdex(home: str, corpus: str) -> tuple[Deskdex, dict[str, float]]:
+def index_deskdex(home: str, corpus: str, reuse: bool) -> tuple[Deskdex, dict[str, float]]:
     deskdex = Deskdex(home, corpus)
+    run_file = Path(home, RUN_FILE)
+    if reuse and run_file.exists():
+        print(f"deskdex: re-using the index in {home}", flush=True)
+        return deskdex, {**json.loads(run_file.read_text()), "reused": True}
     print(f"deskdex: indexing {corpus} into {home}", flush=True)
-    return deskdex, timing(deskdex.index())
+    t = timing(deskdex.index())
+    run_file.write_text(json.dumps(t))
+    return deskdex, t
+
+
+def titled(title: str, uri: str) -> bool:
+    """A title that is not the file's (or member's) name: a mail's subject, a page's title. Recoll
+    counts those in its text (a mail's headers are part of its body there)."""
+    name = unquote(re.split(r"[/#]", uri.rstrip("/"))[-1])
+    return bool(title.strip()) and title.strip() != name
 
 
 def deskdex_states(deskdex: Deskdex) -> dict[str, FileState]:
@@ -144,7 +206,7 @@ def deskdex_states(deskdex: Deskdex) -> dict[str, FileState]:
             elif doc.meta.get("content") == "none":
                 if not member:
                     state.reasons.add(f"name only ({doc.mime})")
-            elif (doc.body_text() + doc.body_text(boilerplate=True)).strip():
+            elif (doc.body_text() + doc.body_text(boilerplate=True)).strip() or titled(doc.title, row.uri):
                 state.content = True
             elif not member:
                 state.reasons.add(f"empty text ({doc.mime})")
@@ -200,6 +262,10 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def timing_text(t: dict[str, Any]) -> str:
+    return f"{t['wall_s']:.0f} s wall, {t['cpu_s']:.0f} s CPU" + (" (index of an earlier run)" if t.get("reused") else "")
+
+
 def markdown(result: dict[str, Any]) -> str:
     rows = result["formats"]
     behind = [r for r in rows if r["diff"] < 0]
@@ -208,7 +274,8 @@ def markdown(result: dict[str, Any]) -> str:
            f"Corpus `{result['corpus']}` ({sum(r['files'] for r in rows)} files), {result['date']}, "
            f"Recoll {result['recoll']['version']}. Produced by `benchmarks/formats_vs_recoll.py`; "
            "see docs/benchmarks.md.", "",
-           f"Full index: Recoll {result['recoll']['timing']}; deskdex {result['deskdex']['timing']}.", "",
+           f"Full index (2 CPUs): Recoll {timing_text(result['recoll']['timing'])}; deskdex "
+           f"{timing_text(result['deskdex']['timing'])} (commit {result['deskdex']['commit']}).", "",
            "Target (issue 16): deskdex indexes the content of every format Recoll does, and at least as many "
            f"files of each. Formats where deskdex is behind (⚠): {len(behind)}; formats Recoll reads and "
            f"deskdex does not at all: {', '.join(r['format'] for r in missing) or 'none'}.", "",
@@ -236,13 +303,15 @@ def main() -> None:
     ap.add_argument("--recoll-home", help="Recoll's config and index folder (default: a temporary one)")
     ap.add_argument("--reuse", action="store_true", help="re-use the Recoll index already in --recoll-home")
     ap.add_argument("--deskdex-home", help="deskdex's home (default: a temporary one); must be new or empty")
+    ap.add_argument("--deskdex-reuse", action="store_true",
+                    help="re-use the deskdex index already in --deskdex-home (only the report again)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     args = ap.parse_args()
     corpus = str(Path(args.corpus).resolve())
     manifest = load_manifest(Path(corpus))
     work = tempfile.mkdtemp(prefix="formats-vs-recoll-")
     recoll, r_time = index_recoll(args.recoll_home or os.path.join(work, "recoll"), corpus, args.reuse)
-    deskdex, d_time = index_deskdex(args.deskdex_home or os.path.join(work, "deskdex"), corpus)
+    deskdex, d_time = index_deskdex(args.deskdex_home or os.path.join(work, "deskdex"), corpus, args.deskdex_reuse)
     print(f"recoll: {r_time}\ndeskdex: {d_time}", flush=True)
     rows = compare(manifest, corpus, recoll_states(recoll), deskdex_states(deskdex))
     result = {"corpus": corpus, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
