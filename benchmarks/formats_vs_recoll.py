@@ -54,7 +54,7 @@ RECOLL_EXTRA_CONF = "indexallfilenames = 1\npdfocr = 1\nocrprogs = tesseract\nte
 # config dir's own mimeconf, which Recoll merges over the system one.
 RECOLL_MIMECONF = "[index]\napplication/x-tar = execm rcltar.py\n"
 RUN_FILE = "formatbench-run.json"  # in the Recoll home: the timing of the run that built the index
-EXAMPLES = 5
+EXAMPLES = 5  # files only one indexer reads, shown per format (the JSON lists every file only Recoll reads)
 
 
 @dataclass
@@ -243,7 +243,7 @@ def compare(manifest: dict[str, str], corpus: str, recoll: dict[str, FileState],
                 d_only.append(rel)
         rows.append({"format": fmt, "files": len(rels), "recoll": r_n, "deskdex": d_n, "diff": d_n - r_n,
                      "recoll_only": len(r_only), "deskdex_only": len(d_only),
-                     "recoll_only_examples": r_only[:EXAMPLES], "deskdex_only_examples": d_only[:EXAMPLES],
+                     "recoll_only_files": r_only, "deskdex_only_examples": d_only[:EXAMPLES],
                      "recoll_reasons": dict(r_reasons.most_common(4)),
                      "deskdex_reasons": dict(d_reasons.most_common(4))})
     return rows
@@ -285,8 +285,8 @@ def markdown(result: dict[str, Any]) -> str:
             continue
         out.append(f"- **{r['format']}** ({r['files']}): recoll {r['recoll_reasons'] or '-'}; "
                    f"deskdex {r['deskdex_reasons'] or '-'}")
-        if r["recoll_only_examples"]:
-            out.append(f"  - recoll only: {', '.join('`' + p + '`' for p in r['recoll_only_examples'])}")
+        if r["recoll_only_files"]:
+            out.append(f"  - recoll only: {', '.join('`' + p + '`' for p in r['recoll_only_files'][:EXAMPLES])}")
         if r["deskdex_only_examples"]:
             out.append(f"  - deskdex only: {', '.join('`' + p + '`' for p in r['deskdex_only_examples'])}")
     return "\n".join(out) + "\n"
@@ -309,7 +309,7 @@ def main() -> None:
     args = ap.parse_args()
     corpus = str(Path(args.corpus).resolve())
     manifest = load_manifest(Path(corpus))
-    work = tempfile.mkdtemp(prefix="formats-vs-recoll-")
+    work = "" if args.recoll_home and args.deskdex_home else tempfile.mkdtemp(prefix="formats-vs-recoll-")
     recoll, r_time = index_recoll(args.recoll_home or os.path.join(work, "recoll"), corpus, args.reuse)
     deskdex, d_time = index_deskdex(args.deskdex_home or os.path.join(work, "deskdex"), corpus, args.deskdex_reuse)
     print(f"recoll: {r_time}\ndeskdex: {d_time}", flush=True)
@@ -329,7 +329,8 @@ def main() -> None:
     for r in rows:
         print(f"{r['format']:<10} {r['files']:>6} {r['recoll']:>7} {r['deskdex']:>8} {r['diff']:>+6}"
               + ("  <-- deskdex behind" if r["diff"] < 0 else ""))
-    print(f"written: {out / 'formats_vs_recoll.md'}, {out / 'formats_vs_recoll.json'}; indexes in {work}")
+    print(f"written: {out / 'formats_vs_recoll.md'}, {out / 'formats_vs_recoll.json'}; indexes in "
+          f"{recoll.confdir} and {deskdex.home}")
 
 
 if __name__ == "__main__":
