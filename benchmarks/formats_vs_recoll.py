@@ -263,7 +263,8 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def timing_text(t: dict[str, Any]) -> str:
-    return f"{t['wall_s']:.0f} s wall, {t['cpu_s']:.0f} s CPU" + (" (index of an earlier run)" if t.get("reused") else "")
+    reused = " (index of an earlier run)" if t.get("reused") else ""
+    return f"{t['wall_s']:.0f} s wall, {t['cpu_s']:.0f} s CPU{reused}"
 
 
 def markdown(result: dict[str, Any]) -> str:
