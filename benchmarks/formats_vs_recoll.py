@@ -70,12 +70,12 @@ def load_manifest(corpus: Path) -> dict[str, str]:
     return {r[0]: r[1] for r in rows if len(r) >= 2}
 
 
-def timing(run: Run) -> dict[str, float]:
+def timing(run: Run) -> dict[str, Any]:
     return {"wall_s": round(run.wall, 1), "cpu_s": round(run.cpu, 1)}
 
 
 # -- Recoll -------------------------------------------------------------------------------------
-def index_recoll(home: str, corpus: str, reuse: bool) -> tuple[Recoll, dict[str, float]]:
+def index_recoll(home: str, corpus: str, reuse: bool) -> tuple[Recoll, dict[str, Any]]:
     recoll = Recoll(home, corpus, excluded="", extra=RECOLL_EXTRA_CONF)
     Path(home, "mimeconf").write_text(RECOLL_MIMECONF)
     run_file = Path(home, RUN_FILE)
@@ -163,14 +163,20 @@ def recoll_states(recoll: Recoll) -> dict[str, FileState]:
 
 
 # -- deskdex ------------------------------------------------------------------------------------
-def index_deskdex(home: str, corpus: str, reuse: bool) -> tuple[Deskdex, dict[str, float]]:
+def head_commit() -> str:
+    """The commit of the deskdex that indexes (recorded with the run: a reused index keeps its own)."""
+    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+
+
+def index_deskdex(home: str, corpus: str, reuse: bool) -> tuple[Deskdex, dict[str, Any]]:
     deskdex = Deskdex(home, corpus)
     run_file = Path(home, RUN_FILE)
     if reuse and run_file.exists():
         print(f"deskdex: re-using the index in {home}", flush=True)
         return deskdex, {**json.loads(run_file.read_text()), "reused": True}
     print(f"deskdex: indexing {corpus} into {home}", flush=True)
-    t = timing(deskdex.index())
+    t: dict[str, Any] = {**timing(deskdex.index()), "commit": head_commit()}
     run_file.write_text(json.dumps(t))
     return deskdex, t
 
@@ -318,9 +324,7 @@ def main() -> None:
     result = {"corpus": corpus, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "recoll": {"version": recoll_version(), "home": recoll.confdir, "timing": r_time,
                          "conf": Path(recoll.confdir, "recoll.conf").read_text()},
-              "deskdex": {"home": deskdex.home, "timing": d_time,
-                          "commit": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                                                   capture_output=True, text=True).stdout.strip()},
+              "deskdex": {"home": deskdex.home, "timing": d_time, "commit": d_time.get("commit", "?")},
               "formats": rows}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
