@@ -6,6 +6,7 @@ content decides. A converter handed bytes that are not its format says so (Corru
 
 from __future__ import annotations
 
+import codecs
 import mimetypes
 import re
 
@@ -203,14 +204,24 @@ def looks_like_text(head: bytes) -> bool:
         return True
     if head.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf", b"\x00\x00\xfe\xff")):
         return True
-    if b"\x00" in head:
+    nuls = head.count(0)
+    if nuls:
         # UTF-16 (and UTF-32) without a BOM have NULs at regular places, not scattered.
         from .textcodec import _wide_unicode
 
         if _wide_unicode(head):
             return True
         even, odd = head[0::2].count(0), head[1::2].count(0)
-        return max(even, odd) > 0.4 * len(head) / 2 and min(even, odd) < 0.05 * len(head) / 2
+        if max(even, odd) > 0.4 * len(head) / 2 and min(even, odd) < 0.05 * len(head) / 2:
+            return True
+        # A few stray NULs in UTF-8 text (a patch of a binary file, a log a crash wrote into): text
+        # if the rest is valid UTF-8 with few control bytes (below, NULs among them).
+        if nuls > 0.01 * len(head):
+            return False
+        try:
+            codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+        except UnicodeDecodeError:
+            return False
     # Tab, newlines, form feed, and ESC/SO/SI, which ISO-2022 encodings use to switch sets.
     controls = sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 14, 15, 27))
     return controls < 0.05 * len(head)

@@ -253,20 +253,32 @@ def json_text(source: Source, mime: str) -> Document:
             doc.title = value["title"].strip() or source.name
         for s in _json_strings(value):
             doc.add("p", s)
+    if not doc.blocks:
+        # Keys and numbers are structure beside text; a file of nothing else ({"retries": 3}) is
+        # still searchable by them.
+        for value in values:
+            for s in _json_strings(value, everything=True):
+                doc.add("p", s)
     return doc
 
 
-def _json_strings(value: Any) -> Iterator[str]:
-    """String values, depth first, without recursion (a deep file cannot exhaust the stack)."""
+def _json_strings(value: Any, everything: bool = False) -> Iterator[str]:
+    """String values (``everything``: also keys, numbers and booleans), depth first, without
+    recursion (a deep file cannot exhaust the stack)."""
     stack = [value]
     while stack:
         v = stack.pop()
         if isinstance(v, str):
             yield v
         elif isinstance(v, dict):
-            stack.extend(reversed(list(v.values())))
+            if everything:
+                stack.extend(reversed([x for kv in v.items() for x in kv]))
+            else:
+                stack.extend(reversed(list(v.values())))
         elif isinstance(v, list):
             stack.extend(reversed(v))
+        elif everything and isinstance(v, (int, float)):
+            yield str(v).lower()
 
 
 # --- XML --------------------------------------------------------------------------------------
@@ -275,6 +287,7 @@ _DECLARED = re.compile(rb"""<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""")
 _DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 _ENTITY_REF = re.compile(r"&([^#;\s&]+);")
 _ENTITY_TEXT_LIMIT = 1 << 20  # what all the entities of one file may expand to, in characters
+_ATTRIBUTE_TEXT_LIMIT = 1 << 20  # attribute text kept of a file without text (_attribute_values)
 
 
 def _xml_parser(recover: bool = False) -> etree.XMLParser:
@@ -327,9 +340,28 @@ def xml_text(source: Source, mime: str) -> Document:
             doc.add(kind, text, level=1 if kind == "h" else 0)
         else:
             stack.extend(reversed([c for c in el if isinstance(c.tag, str)]))
+    if not doc.blocks:
+        _attribute_values(root, doc)
     if not doc.title:
         doc.title = source.name
     return doc
+
+
+def _attribute_values(root: etree._Element, doc: Document) -> None:
+    """A file whose data is all in attributes (an Office part, a settings file, `.rels`): its attribute
+    values with a letter in them, one block per element, so that it is still found by what it holds.
+    Only for such files: beside text, attributes are mostly markup (ids, styles, drawing paths)."""
+    budget = _ATTRIBUTE_TEXT_LIMIT
+    for el in root.iter():
+        if not isinstance(el.tag, str):
+            continue
+        values = [v for v in el.attrib.values() if any(c.isalpha() for c in v)]
+        text = " ".join(" ".join(values).split())
+        if text:
+            doc.add("p", text[:budget])
+            budget -= len(text)
+            if budget <= 0:
+                return
 
 
 _TAG = re.compile(r"<[^>]*>")

@@ -153,3 +153,19 @@ def test_broken_markup_is_salvaged_not_lost(tmp_path: Path):
     o = one(broken)
     assert o.ok and "the salvaged paragraph survives" in o.document.text(), o.message
     assert "salvaged" in o.document.meta
+
+
+def test_text_with_a_few_stray_nuls_is_text_and_binary_with_few_nuls_is_not(tmp_path: Path):
+    """A patch of a binary file keeps its text; bytes that are not UTF-8 with as few NULs stay binary."""
+    from deskdex.converters.detect import looks_like_text
+
+    patch = b"diff --git a/file b/file\n" + b"Lorem ipsum dolor sit amet, harbour lights\n" * 40
+    patch = patch[:900] + b"\x00\x00" + patch[900:1500] + b"\x00" + patch[1500:]
+    assert looks_like_text(patch)
+    f = tmp_path / "nul.expect"
+    f.write_bytes(patch)
+    out = convert(Source.from_path(f))[0]
+    assert out.ok and out.document is not None and "harbour lights" in out.document.text()
+    printer = bytes(range(128, 256)) * 12 + b"\x00" * 3 + b"settings" * 40
+    assert not looks_like_text(printer)
+    assert not looks_like_text(b"plain words " * 50 + b"\x00" * 40)  # many NULs: binary

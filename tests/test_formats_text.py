@@ -160,3 +160,26 @@ def test_corpus_text_family(suffix: str) -> None:
     assert not [o for o in outcomes if o.reason == "converter_bug"], failed
     assert len(ok) >= 0.85 * len(outcomes), failed
     assert sum(1 for o in ok if o.document.text().strip()) >= 0.8 * len(ok)
+
+
+def test_json_of_keys_and_numbers_only_is_searchable_by_them(tmp_path: Path) -> None:
+    p = tmp_path / "limits.json"
+    p.write_text('{"fixture for issue #": 239, "retries": {"max_backoff": 3.5, "enabled": true}}')
+    text = one(p).text()
+    assert "fixture for issue #" in text and "239" in text and "max_backoff" in text and "3.5" in text
+
+
+def test_xml_of_attributes_only_is_searchable_by_their_values(tmp_path: Path) -> None:
+    rels = tmp_path / "document.xml.rels"
+    rels.write_text('<?xml version="1.0"?><Relationships xmlns="urn:r"><Relationship Id="rId1" '
+                    'Type="http://schemas.example/styles" Target="styles.xml"/><Relationship Id="rId2" '
+                    'Target="media/lighthouse.png" TargetMode="Internal"/><n v="123"/></Relationships>')
+    p = tmp_path / "settings.xml"
+    p.write_bytes(rels.read_bytes())
+    text = one(p).text()
+    assert "media/lighthouse.png" in text and "styles.xml" in text and "123" not in text
+    assert "Relationship" not in text  # element names stay markup
+    # Beside text, attributes are markup: not indexed.
+    mixed = tmp_path / "mixed.xml"
+    mixed.write_text('<doc><p style="fancyborder">harbour report</p></doc>')
+    assert "fancyborder" not in one(mixed).text() and "harbour report" in one(mixed).text()
