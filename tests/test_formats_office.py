@@ -95,6 +95,58 @@ def test_pdf_running_heads_are_boilerplate() -> None:
     assert "Body text of page 3 goes on." in doc.body_text()
 
 
+W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+
+
+def _in_sdt(*children: object) -> object:
+    """A content control (w:sdt) holding ``children`` in its w:sdtContent, as Word writes it."""
+    from lxml import etree
+
+    sdt = etree.Element(W + "sdt")
+    etree.SubElement(etree.SubElement(sdt, W + "sdtPr"), W + "id").set(W + "val", "1")
+    content = etree.SubElement(sdt, W + "sdtContent")
+    content.extend(children)
+    return sdt
+
+
+def test_docx_content_controls_are_read_in_order(tmp_path: Path) -> None:
+    """Paragraphs, tables, cells and runs inside content controls (w:sdt, nested) are text, in
+    document order: python-docx's iter_inner_content returns none of them."""
+    import docx
+
+    d = docx.Document()
+    d.add_paragraph("before the controls")
+    first, inner, last = (d.add_paragraph(t) for t in ("first wrapped", "nested wrapped", "last wrapped"))
+    table = d.add_table(rows=1, cols=2)
+    table.cell(0, 0).text, table.cell(0, 1).text = "plain cell", "wrapped cell"
+    mixed = d.add_paragraph("a run outside, ")
+    mixed.add_run("a run inside")
+    d.add_paragraph("after the controls")
+    body = d.element.body
+    at = body.index(first._p)
+    body.insert(at, _in_sdt(first._p, _in_sdt(inner._p), last._p))  # nested, as pandoc's nested_sdt.docx
+    tc = table._tbl.tr_lst[0].tc_lst[1]
+    tr = tc.getparent()
+    tr.insert(tr.index(tc), _in_sdt(tc))  # a whole cell in a control
+    run = mixed._p.r_lst[1]
+    mixed._p.insert(mixed._p.index(run), _in_sdt(run))  # an inline control
+    body.insert(body.index(table._tbl), _in_sdt(table._tbl))  # and the table in one too
+    f = tmp_path / "form.docx"
+    d.save(str(f))
+    assert [(b.kind, b.text) for b in one(f).blocks] == [
+        ("p", "before the controls"), ("p", "first wrapped"), ("p", "nested wrapped"), ("p", "last wrapped"),
+        ("td", "plain cell"), ("td", "wrapped cell"), ("p", "a run outside, a run inside"),
+        ("p", "after the controls")]
+
+
+@pytest.mark.corpus
+def test_docx_nested_content_controls_corpus_file() -> None:
+    f = CORPUS / "debsrc/pandoc/test/docx/nested_sdt.docx"
+    if not f.is_file():
+        pytest.skip(f"{f} absent (the corpus is built by shared/corpus/build.sh)")
+    assert blocks(one(f), "p") == ["Test Paragraph1", "Test Paragraph2", "Test Paragraph3"]
+
+
 def zip_of(members: dict[str, str | bytes], first: tuple[str, str] | None = None) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
