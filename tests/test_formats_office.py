@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import shutil
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -85,6 +87,54 @@ def test_pdf_pdfminer_fallback_reads_the_same_file() -> None:
 def test_pdf_bad_files_say_why(name: str, data: bytes, error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         pdf.convert(Source(uri="mem:" + name, name=name + ".pdf", data=data), "application/pdf")
+
+
+def qpdf_encrypt(data: bytes, user: str, owner: str, tmp_path: Path) -> bytes:
+    """``data`` encrypted by qpdf with AES-256 (R6) and these passwords ("": none)."""
+    qpdf = shutil.which("qpdf")
+    if qpdf is None:
+        pytest.skip("qpdf is not installed (Debian package qpdf)")
+    src, out = tmp_path / "plain.pdf", tmp_path / "encrypted.pdf"
+    src.write_bytes(data)
+    # --allow-insecure: qpdf refuses an empty owner password with a user password (anyone can open it).
+    subprocess.run([qpdf, "--encrypt", user, owner, "256", "--allow-insecure", "--", str(src), str(out)],
+                   check=True, capture_output=True)
+    return out.read_bytes()
+
+
+@pytest.mark.parametrize("user,owner,opens", [
+    ("", "owner-secret", True),  # permissions only: the empty user password opens it
+    ("user-secret", "", True),  # the empty owner password opens it: PDFium alone refuses it
+    ("user-secret", "owner-secret", False),
+])
+def test_pdf_aes256_opens_without_a_password_when_any_is_empty(
+        tmp_path: Path, user: str, owner: str, opens: bool) -> None:
+    data = qpdf_encrypt(make_pdf(), user, owner, tmp_path)
+    source = Source(uri="mem:locked.pdf", name="locked.pdf", data=data)
+    if opens:
+        doc = pdf.convert(source, "application/pdf")
+        assert doc.title == "Quarterly Report" and "zebras" in doc.body_text()
+    else:
+        with pytest.raises(Encrypted, match="needs a password"):
+            pdf.convert(source, "application/pdf")
+
+
+@pytest.mark.corpus
+def test_pdf_encrypted_corpus_files_as_pdftotext_reads_them() -> None:
+    """pypdf's encryption test files: those pdftotext opens without a password convert (the R5 and
+    R6 ones with a user password only among them), the other encrypted ones fail as encrypted."""
+    folder = CORPUS / "pypi/pypdf/resources/encryption"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} absent (the corpus is built by shared/corpus/build.sh)")
+    refused = {"r2-user-password", "r3-user-password", "r4-aes-user-password", "r4-user-password",
+               "r6-both-passwords", "r6-cleartext-metadata"}
+    for f in sorted(folder.glob("*.pdf")):
+        outcome = convert(Source.from_path(f))[0]
+        if f.stem in refused:
+            assert not outcome.ok and outcome.reason == "encrypted", f
+        else:
+            assert outcome.ok, f"{f.name}: {outcome.reason}: {outcome.message}"
+            assert outcome.document is not None and "asdfzxcv" in outcome.document.text(), f
 
 
 def test_pdf_running_heads_are_boilerplate() -> None:
