@@ -7,7 +7,8 @@ dictionary (title, author, subject, keywords, dates as ISO 8601) and the catalog
 
 PDFium is neither thread- nor fork-safe: conversions run one per worker process
 (``converters.isolation``), and nothing here opens a document in a parent that forks.
-Encrypted files that need a password raise Encrypted; truncated files and junk raise CorruptFile.
+Encrypted files that need a password raise Encrypted (one PDFium refuses is tried with pdfminer first:
+an AES-256 file with an empty owner password opens without one); truncated files and junk raise CorruptFile.
 """
 
 from __future__ import annotations
@@ -44,6 +45,17 @@ def convert(source: Source, mime: str) -> Document:
         return convert_pdfminer(data, source, mime)
     try:
         return convert_pdfium(data, source, mime)
+    except Encrypted as exc:
+        # PDFium tries an empty password as the user password only (its CheckSecurity skips the owner
+        # check when the password is empty), so a file with a user password and an empty owner
+        # password, which opens in any viewer, is refused. Those are AES-256 (R5, R6) files: below R5
+        # an empty owner password is replaced by the user password when the file is encrypted.
+        # pdfminer, as poppler, tries the empty password as either; a file it refuses is encrypted.
+        logger.info("pdfium asks a password for %s (%s); trying pdfminer", source.uri, exc)
+        try:
+            return convert_pdfminer(data, source, mime)
+        except CorruptFile as exc2:
+            raise Encrypted(f"{exc} (pdfminer: {exc2})") from exc2
     except _PdfiumUnreadable as exc:
         logger.info("pdfium cannot open %s (%s); trying pdfminer", source.uri, exc)
         try:
@@ -203,7 +215,9 @@ def convert_pdfminer(data: bytes, source: Source, mime: str) -> Document:
         pdf = PDFDocument(PDFParser(io.BytesIO(data)))
         doc.meta.update(pdfminer_info(pdf))
         text = extract_text(io.BytesIO(data), laparams=LAParams())
-    except (PDFEncryptionError, PDFPasswordIncorrect) as exc:
+    except PDFPasswordIncorrect as exc:  # neither the user nor the owner password is empty
+        raise Encrypted("encrypted PDF: it needs a password to be read") from exc
+    except PDFEncryptionError as exc:  # a security handler pdfminer does not know
         raise Encrypted(f"encrypted PDF: {exc}") from exc
     except RecursionError as exc:
         raise HostileInput("PDF nests objects too deeply") from exc

@@ -132,7 +132,8 @@ LAZY_IMPORTS = (
     "pdfminer.pdfdocument", "pdfminer.pdfparser", "pdfminer.psparser", "pdfminer.pdftypes", "pdfminer.utils",
     "striprtf.striprtf", "openpyxl", "openpyxl.workbook.workbook", "xlrd", "pptx", "pptx.shapes.base", "pptx.slide",
     "pptx.text.text", "pptx.enum.shapes", "docx", "docx.document", "docx.text.paragraph", "docx.opc.exceptions",
-    "docx.table", "docx.text.hyperlink", "lxml.etree", "io",
+    "docx.text.hyperlink", "docx.text.run", "docx.oxml.table", "docx.oxml.text.paragraph", "docx.oxml.text.run",
+    "docx.oxml.text.hyperlink", "lxml.etree", "io",
     "mutagen", "mutagen.id3", "PIL", "PIL.Image", "PIL.ExifTags", "PIL.IptcImagePlugin",
     "hachoir.core.config", "hachoir.metadata", "hachoir.parser", "hachoir.stream",
     # What mutagen.File and Pillow's Image.open and getxmp import on their first call.

@@ -106,6 +106,7 @@ GHOSTSCRIPT = Need(("gs",), "apt-get install ghostscript")
 PDFTOTEXT = Need(("pdftotext",), "apt-get install poppler-utils")
 DJVUTXT = Need(("djvutxt",), "apt-get install djvulibre-bin")
 DJVUSED = Need(("djvused",), "apt-get install djvulibre-bin")
+CATDVI = Need(("catdvi",), "apt-get install catdvi")
 
 FORMATS_BASE: tuple[Format, ...] = (
     Format("Plain text", ("text/plain",), ("txt", "text", "log", "readme", "1st", "me"),
@@ -159,6 +160,7 @@ FORMATS_BASE: tuple[Format, ...] = (
            "deskdex.converters.postscript:convert", "Ghostscript, pdftotext", (GHOSTSCRIPT, PDFTOTEXT)),
     Format("DjVu", ("image/vnd.djvu", "image/x-djvu"), ("djvu", "djv"), "deskdex.converters.djvu:convert",
            "djvulibre (djvutxt, djvused)", (DJVUTXT, DJVUSED)),
+    Format("DVI (TeX)", ("application/x-dvi",), ("dvi",), "deskdex.converters.dvi:convert", "catdvi", needs=(CATDVI,)),
     Format("FictionBook", ("application/x-fictionbook+xml", "application/x-zip-compressed-fb2"), ("fb2", "fb2.zip"),
            "deskdex.converters.fictionbook:convert", "lxml"),
     Format("AbiWord", ("application/x-abiword", "application/x-abiword-template"), ("abw", "awt", "zabw"),

@@ -1,11 +1,17 @@
-"""DOCX with python-docx: headings by paragraph style, paragraphs, lists, tables, core properties."""
+"""DOCX with python-docx: headings by paragraph style, paragraphs, lists, tables, core properties.
+
+The body is walked element by element rather than with python-docx's ``iter_inner_content``, which
+returns only direct ``w:p`` and ``w:tbl`` children: content controls (``w:sdt``, their content in
+``w:sdtContent``, nested at any depth) and custom XML elements wrap paragraphs, tables, rows, cells
+and runs, and Word documents made from forms and templates keep much or all of their text there.
+"""
 
 from __future__ import annotations
 
 import io
 import re
 import zipfile
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from .document import Block, Document, Inline
 from deskdex.errors import CorruptFile
@@ -14,7 +20,12 @@ from .zipcheck import refuse_encrypted_office
 
 if TYPE_CHECKING:  # python-docx is imported when a DOCX is converted
     from docx.document import Document as DocxDocument
+    from docx.oxml.table import CT_Tbl
+    from docx.text.hyperlink import Hyperlink
     from docx.text.paragraph import Paragraph
+    from docx.text.run import Run
+    from docx.types import ProvidesStoryPart
+    from lxml import etree
 
 _HEADING = re.compile(r"^(?:heading|überschrift|titre|título|titolo)\s*(\d)", re.I)
 
@@ -47,20 +58,67 @@ def convert(source: Source, mime: str) -> Document:
 
 
 def _body(d: DocxDocument, doc: Document) -> None:
-    from docx.table import Table
+    from docx.oxml.table import CT_Tbl
+    from docx.oxml.text.paragraph import CT_P
     from docx.text.paragraph import Paragraph
 
-    for item in d.iter_inner_content():
-        if isinstance(item, Paragraph):
-            _paragraph(item, doc)
-        elif isinstance(item, Table):
-            for row in item.rows:
-                seen: set[int] = set()
-                for cell in row.cells:
-                    if id(cell._tc) in seen:  # merged cells repeat
-                        continue
-                    seen.add(id(cell._tc))
-                    doc.add("td", cell.text.strip())
+    story = d._body
+    for el in _unwrapped(d.element.body):
+        if isinstance(el, CT_P):
+            _paragraph(Paragraph(el, story), doc)
+        elif isinstance(el, CT_Tbl):
+            for text in _cells(el, story):
+                doc.add("td", text)
+
+
+def _unwrapped(parent: etree._Element) -> Iterator[etree._Element]:
+    """``parent``'s children in document order, a content control (``w:sdt``) or custom XML element
+    replaced by what it wraps, at any depth."""
+    for child in parent.iterchildren():
+        if child.tag == _SDT:
+            content = child.find(_SDT_CONTENT)
+            if content is not None:
+                yield from _unwrapped(content)
+        elif child.tag == _CUSTOM_XML:
+            yield from _unwrapped(child)
+        else:
+            yield child
+
+
+def _cells(tbl: CT_Tbl, story: ProvidesStoryPart) -> Iterator[str]:
+    """The text of each cell, row by row. A cell spanning columns is one ``w:tc``; the cells below
+    the first of a vertical merge are empty ones. A table inside a cell adds its cells' lines."""
+    from docx.oxml.table import CT_Row, CT_Tbl, CT_Tc
+    from docx.oxml.text.paragraph import CT_P
+    from docx.text.paragraph import Paragraph
+
+    for tr in _unwrapped(tbl):
+        if not isinstance(tr, CT_Row):
+            continue
+        for tc in _unwrapped(tr):
+            if not isinstance(tc, CT_Tc):
+                continue
+            lines: list[str] = []
+            for el in _unwrapped(tc):
+                if isinstance(el, CT_P):
+                    lines.append("".join(item.text for item in _inline(Paragraph(el, story))))
+                elif isinstance(el, CT_Tbl):
+                    lines.extend(_cells(el, story))
+            yield "\n".join(lines).strip()
+
+
+def _inline(p: Paragraph) -> Iterator[Run | Hyperlink]:
+    """The runs and hyperlinks of a paragraph, those inside inline content controls included."""
+    from docx.oxml.text.hyperlink import CT_Hyperlink
+    from docx.oxml.text.run import CT_R
+    from docx.text.hyperlink import Hyperlink
+    from docx.text.run import Run
+
+    for el in _unwrapped(p._p):
+        if isinstance(el, CT_R):
+            yield Run(el, p)
+        elif isinstance(el, CT_Hyperlink):
+            yield Hyperlink(el, p)
 
 
 def _paragraph(p: Paragraph, doc: Document) -> None:
@@ -68,7 +126,7 @@ def _paragraph(p: Paragraph, doc: Document) -> None:
 
     style = (p.style.name if p.style is not None else "") or ""
     runs: list[Inline] = []
-    for item in p.iter_inner_content():
+    for item in _inline(p):
         if isinstance(item, Hyperlink):
             if item.text:
                 runs.append(Inline(item.text, "", item.url or item.address or ""))
@@ -87,6 +145,7 @@ def _paragraph(p: Paragraph, doc: Document) -> None:
 
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_SDT, _SDT_CONTENT, _CUSTOM_XML = _W + "sdt", _W + "sdtContent", _W + "customXml"
 
 
 def _salvaged(source: Source, mime: str, data: bytes, why: str) -> Document:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import shutil
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -87,12 +89,112 @@ def test_pdf_bad_files_say_why(name: str, data: bytes, error: type, message: str
         pdf.convert(Source(uri="mem:" + name, name=name + ".pdf", data=data), "application/pdf")
 
 
+def qpdf_encrypt(data: bytes, user: str, owner: str, tmp_path: Path) -> bytes:
+    """``data`` encrypted by qpdf with AES-256 (R6) and these passwords ("": none)."""
+    qpdf = shutil.which("qpdf")
+    if qpdf is None:
+        pytest.skip("qpdf is not installed (Debian package qpdf)")
+    src, out = tmp_path / "plain.pdf", tmp_path / "encrypted.pdf"
+    src.write_bytes(data)
+    # --allow-insecure: qpdf refuses an empty owner password with a user password (anyone can open it).
+    subprocess.run([qpdf, "--encrypt", user, owner, "256", "--allow-insecure", "--", str(src), str(out)],
+                   check=True, capture_output=True)
+    return out.read_bytes()
+
+
+@pytest.mark.parametrize("user,owner,opens", [
+    ("", "owner-secret", True),  # permissions only: the empty user password opens it
+    ("user-secret", "", True),  # the empty owner password opens it: PDFium alone refuses it
+    ("user-secret", "owner-secret", False),
+])
+def test_pdf_aes256_opens_without_a_password_when_any_is_empty(
+        tmp_path: Path, user: str, owner: str, opens: bool) -> None:
+    data = qpdf_encrypt(make_pdf(), user, owner, tmp_path)
+    source = Source(uri="mem:locked.pdf", name="locked.pdf", data=data)
+    if opens:
+        doc = pdf.convert(source, "application/pdf")
+        assert doc.title == "Quarterly Report" and "zebras" in doc.body_text()
+    else:
+        with pytest.raises(Encrypted, match="needs a password"):
+            pdf.convert(source, "application/pdf")
+
+
+@pytest.mark.corpus
+def test_pdf_encrypted_corpus_files_as_pdftotext_reads_them() -> None:
+    """pypdf's encryption test files: those pdftotext opens without a password convert (the R5 and
+    R6 ones with a user password only among them), the other encrypted ones fail as encrypted."""
+    folder = CORPUS / "pypi/pypdf/resources/encryption"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} absent (the corpus is built by shared/corpus/build.sh)")
+    refused = {"r2-user-password", "r3-user-password", "r4-aes-user-password", "r4-user-password",
+               "r6-both-passwords", "r6-cleartext-metadata"}
+    for f in sorted(folder.glob("*.pdf")):
+        outcome = convert(Source.from_path(f))[0]
+        if f.stem in refused:
+            assert not outcome.ok and outcome.reason == "encrypted", f
+        else:
+            assert outcome.ok, f"{f.name}: {outcome.reason}: {outcome.message}"
+            assert outcome.document is not None and "asdfzxcv" in outcome.document.text(), f
+
+
 def test_pdf_running_heads_are_boilerplate() -> None:
     doc = Document(uri="x")
     pages = [f"Acme Manual\nBody text of page {i} goes on.\n{i}" for i in range(1, 6)]
     pdf.fill(doc, pages)
     assert [b.text for b in doc.blocks if b.boilerplate][:2] == ["Acme Manual", "1"]
     assert "Body text of page 3 goes on." in doc.body_text()
+
+
+W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+
+
+def _in_sdt(*children: object) -> object:
+    """A content control (w:sdt) holding ``children`` in its w:sdtContent, as Word writes it."""
+    from lxml import etree
+
+    sdt = etree.Element(W + "sdt")
+    etree.SubElement(etree.SubElement(sdt, W + "sdtPr"), W + "id").set(W + "val", "1")
+    content = etree.SubElement(sdt, W + "sdtContent")
+    content.extend(children)
+    return sdt
+
+
+def test_docx_content_controls_are_read_in_order(tmp_path: Path) -> None:
+    """Paragraphs, tables, cells and runs inside content controls (w:sdt, nested) are text, in
+    document order: python-docx's iter_inner_content returns none of them."""
+    import docx
+
+    d = docx.Document()
+    d.add_paragraph("before the controls")
+    first, inner, last = (d.add_paragraph(t) for t in ("first wrapped", "nested wrapped", "last wrapped"))
+    table = d.add_table(rows=1, cols=2)
+    table.cell(0, 0).text, table.cell(0, 1).text = "plain cell", "wrapped cell"
+    mixed = d.add_paragraph("a run outside, ")
+    mixed.add_run("a run inside")
+    d.add_paragraph("after the controls")
+    body = d.element.body
+    at = body.index(first._p)
+    body.insert(at, _in_sdt(first._p, _in_sdt(inner._p), last._p))  # nested, as pandoc's nested_sdt.docx
+    tc = table._tbl.tr_lst[0].tc_lst[1]
+    tr = tc.getparent()
+    tr.insert(tr.index(tc), _in_sdt(tc))  # a whole cell in a control
+    run = mixed._p.r_lst[1]
+    mixed._p.insert(mixed._p.index(run), _in_sdt(run))  # an inline control
+    body.insert(body.index(table._tbl), _in_sdt(table._tbl))  # and the table in one too
+    f = tmp_path / "form.docx"
+    d.save(str(f))
+    assert [(b.kind, b.text) for b in one(f).blocks] == [
+        ("p", "before the controls"), ("p", "first wrapped"), ("p", "nested wrapped"), ("p", "last wrapped"),
+        ("td", "plain cell"), ("td", "wrapped cell"), ("p", "a run outside, a run inside"),
+        ("p", "after the controls")]
+
+
+@pytest.mark.corpus
+def test_docx_nested_content_controls_corpus_file() -> None:
+    f = CORPUS / "debsrc/pandoc/test/docx/nested_sdt.docx"
+    if not f.is_file():
+        pytest.skip(f"{f} absent (the corpus is built by shared/corpus/build.sh)")
+    assert blocks(one(f), "p") == ["Test Paragraph1", "Test Paragraph2", "Test Paragraph3"]
 
 
 def zip_of(members: dict[str, str | bytes], first: tuple[str, str] | None = None) -> bytes:
