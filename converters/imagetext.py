@@ -7,7 +7,7 @@ Document says what OCR did in ``meta["ocr"]``:
 
     yes          every page read            partial       the time budget ran out (``ocr_pages_left``)
     off          the setting ocr.enabled    unavailable   tesserocr or the language data is missing
-    small        under ocr.min_pixels       skipped       too large to decode (``ocr_error`` says why)
+    (none)       under ocr.min_pixels       skipped       too large to decode (``ocr_error`` says why)
     failed       the pixels cannot be decoded (truncated, damaged): ``ocr_error`` says why
 """
 
@@ -45,8 +45,7 @@ def add_text(im: Image, doc: Document) -> None:
         doc.meta["ocr"] = "off"
         return
     if w * h < options.min_pixels:
-        doc.meta["ocr"] = "small"
-        return
+        return  # an icon: not read, by design, so nothing to say
     bomb = PILImage.MAX_IMAGE_PIXELS
     if bomb is not None and w * h > bomb:
         doc.meta["ocr"] = "skipped"

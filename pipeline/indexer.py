@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from deskdex.converters import Limits, Outcome, Source, display_path, open_regular, path_to_uri, uri_to_path
 from deskdex.errors import TRANSIENT_REASONS, ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
-from deskdex.converters.detect import extension
+from deskdex.converters.detect import compound_extension, extension
+from deskdex.converters.document import Document
 from deskdex.converters.isolation import WorkerPool
 from deskdex.converters.registry import Registry
 from deskdex.converters.ocr import unavailable
@@ -282,7 +283,17 @@ class Indexer:
             if same is None:
                 same = self.coll.catalog.find_ok_by_raw_sum(raw)
             fresh = Row(uri=uri, path=display_path(info.path), size=info.size, mtime=info.mtime, raw_sum=raw)
-            if same is not None and not self.coll.catalog.descendants(same.uri) and self.coll.reusable(fresh, same):
+            known = same is not None and not self.coll.catalog.descendants(same.uri)
+            read = self._read_before(fresh, same) if known and same is not None \
+                and not self.coll.reusable(fresh, same) else None
+            if read is not None:  # a copy, under another name, of a file OCR has read
+                self.coll.put(self._stamped(fresh, uri, done=True), read)
+                summary.reused += 1
+                if progress:
+                    progress(1, info.path)
+                self._maybe_commit()
+                continue
+            if known and same is not None and self.coll.reusable(fresh, same):
                 self.coll.reuse(self._stamped(fresh, uri, done=True), same)
                 if same.uri == uri:
                     summary.unchanged += 1
@@ -296,6 +307,25 @@ class Indexer:
             self._raw[uri] = raw
             summary.bytes += info.size
             yield Source.from_path(info.path, run_as=user)
+
+    def _read_before(self, fresh: Row, same: Row) -> Document | None:
+        """The document of ``same``, for ``fresh``, a file with the same bytes under another name,
+        when OCR made its text: OCR never reads the same bytes twice. ``Collection.reusable`` turns
+        such a copy down when its title may be its name (an image's always is); an image's or a
+        PDF's converter puts the name nowhere else, so the copy takes the text with its own name
+        as title. None: convert it."""
+        if same.source != "files" or not same.path or not fresh.path:
+            return None
+        name, other = os.path.basename(fresh.path), os.path.basename(same.path)
+        if extension(name) != extension(other) or compound_extension(name) != compound_extension(other):
+            return None  # the suffix chooses the format
+        doc = self.coll.document(same)
+        if doc is None or doc.meta.get("ocr") not in ("yes", "partial"):
+            return None
+        if doc.title == other:
+            doc.title = name
+        doc.uri = fresh.uri
+        return doc
 
     def _checksum(self, info: FileInfo, uri: str, user: RunAs | None) -> tuple[str, FileInfo]:
         """The raw checksum of the file at ``info.path``, with the size and mtime of the file that
