@@ -42,6 +42,8 @@ TARGET_DPI = 300
 # The most pixels one page is read at (a 300-dpi A3 page has 17 million): the picture and Tesseract's
 # copies of it stay well inside the worker's memory limit. Larger pages are scaled down to it.
 MAX_PIXELS = 36_000_000
+MAX_SKEW = 5.0  # degrees of skew a page is levelled from (a scan fed askew; more is a photo of a page)
+_SKEW_SIDE = 800  # pixels of the longer side of the copy the skew is measured on
 _NOT_LANGUAGES = {"osd", "equ", "snum"}  # orientation, equations: data files that read no language
 
 
@@ -128,7 +130,36 @@ def prepare(im: Image, dpi: float | None = None) -> tuple[Image, int]:
         scale = (MAX_PIXELS / (w * h)) ** 0.5
     if abs(scale - 1.0) > 0.05:
         im = im.resize((max(1, round(w * scale)), max(1, round(h * scale))), PILImage.Resampling.LANCZOS)
+    angle = skew(im)
+    if abs(angle) >= 0.2:
+        im = im.rotate(angle, resample=PILImage.Resampling.BICUBIC, expand=True, fillcolor=255)
     return im, max(70, round((dpi or TARGET_DPI) * scale))
+
+
+def skew(im: Image) -> float:
+    """The rotation (degrees, counter-clockwise) that makes the lines of text in ``im`` level, within
+    MAX_SKEW: the angle whose row profile of ink is the sharpest, found on a small copy. A page
+    scanned 2 degrees askew loses whole blocks to Tesseract's layout analysis (the OCR benchmark
+    lost half a page at 300 dpi); levelled, none. Pillow alone: numpy would start OpenBLAS's
+    threads in the worker, which then stall a later setresuid (enterprise mode) on a busy machine."""
+    from PIL import Image as PILImage
+
+    w, h = im.size
+    f = min(1.0, _SKEW_SIDE / max(w, h))
+    small = im.resize((max(1, round(w * f)), max(1, round(h * f))), PILImage.Resampling.BILINEAR) if f < 1 else im
+    ink = small.point(lambda v: 255 if v < 128 else 0)
+    if sum(ink.resize((1, 1), PILImage.Resampling.BOX).getdata()) < 1:  # under 0.4 % ink: nothing to level
+        return 0.0
+    rows = ink.height
+
+    def sharpness(angle: float) -> float:
+        profile = list(ink.rotate(angle, resample=PILImage.Resampling.NEAREST)
+                       .resize((1, rows), PILImage.Resampling.BOX).getdata())
+        return float(sum((b - a) ** 2 for a, b in zip(profile, profile[1:])))
+
+    coarse = [i * 0.5 for i in range(int(-2 * MAX_SKEW), int(2 * MAX_SKEW) + 1)]
+    best = max(coarse, key=sharpness)
+    return max((best + i * 0.1 for i in range(-3, 4)), key=sharpness)
 
 
 def blank(im: Image) -> bool:
