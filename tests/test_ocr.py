@@ -195,3 +195,32 @@ def test_languages_installed_english_first() -> None:
     assert langs[0] == "eng" and "osd" not in langs
     assert ocr.languages(OcrOptions(languages=("xyz", "eng"))) == ["eng"]
     assert "tesseract-ocr-xyz" in ocr.unavailable(OcrOptions(languages=("xyz",)))
+
+
+def test_a_batch_converts_images_and_pdfs_last(tmp_path: Path) -> None:
+    from deskdex.index import Collection
+    from deskdex.pipeline.indexer import Indexer
+
+    root = tmp_path / "files"
+    root.mkdir()
+    picture(["Late image"]).save(root / "a.png")
+    picture(["Late scan"]).save(root / "c.pdf", resolution=300)
+    (root / "b.txt").write_text("early text\n")
+    (root / "d.md").write_text("# early notes\n")
+    seen: list[str] = []
+
+    class InProcess:  # the pool's interface, converting here, in the order it is handed files
+        def map(self, sources: Iterator[Source], stop: object = None) -> Iterator[tuple[Source, list]]:
+            for s in sources:
+                seen.append(Path(str(s.path)).name)
+                yield s, convert(s)
+
+        def close(self) -> None:
+            pass
+
+    with Collection.open(str(tmp_path / "data"), writable=True) as coll:
+        indexer = Indexer(coll, Limits(), workers=1)
+        indexer._pool = InProcess()  # type: ignore[assignment]
+        summary = indexer.sync([str(root)], indexer.scan([str(root)]))
+    assert summary.indexed == 4 and not summary.failed, summary
+    assert sorted(seen[:2]) == ["b.txt", "d.md"] and seen[2:] == ["c.pdf", "a.png"]
