@@ -41,11 +41,11 @@ def add_text(im: Image, doc: Document) -> None:
     limits = current_limits()
     options = limits.ocr
     w, h = im.size
+    if w * h < options.min_pixels:
+        return  # an icon: not read, by design, so nothing to say
     if not options.enabled:
         doc.meta["ocr"] = "off"
         return
-    if w * h < options.min_pixels:
-        return  # an icon: not read, by design, so nothing to say
     bomb = PILImage.MAX_IMAGE_PIXELS
     if bomb is not None and w * h > bomb:
         doc.meta["ocr"] = "skipped"
