@@ -5,7 +5,7 @@
 ``--subset``: only the corpus's images and PDFs (copied, as links, into a temporary folder), the
 files OCR can touch. For each run: wall time of ``deskdex index``, and how many documents say what
 OCR did (``ocr`` in their metadata: yes, partial, failed, skipped...), read back from the catalog.
-Results go to stdout and to benchmarks/results/ocr_index.json.
+Results go to stdout and to benchmarks/results/ocr_index.json (ocr_index_subset.json with --subset).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def main() -> None:
     result = {"corpus": args.corpus, "subset": "images and PDFs" if args.subset else "all", "files": len(files),
               "workers": args.workers, "runs": runs}
     print(json.dumps(result, indent=2))
-    out = ROOT / "benchmarks" / "results" / "ocr_index.json"
+    out = ROOT / "benchmarks" / "results" / ("ocr_index_subset.json" if args.subset else "ocr_index.json")
     out.write_text(json.dumps(result, indent=2) + "\n")
 
 
