@@ -16,6 +16,7 @@ from .ask import ask_daemon, home_of
 from .render import human, print_results, raw_path, shown_location, terminal_safe
 
 if TYPE_CHECKING:
+    from deskdex.paths import Home
     from deskdex.protocol import SearchHit
 
 EXIT_ERROR, EXIT_USAGE = 1, 2
@@ -109,6 +110,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         info.update(live, daemon=True)
     else:
         info.update(_status_from_index(home.data_dir, args.failures), daemon=False, state="idle", queue=0)
+        info["ocr"] = _ocr_state(home)
     if args.json:
         print_json(info)
         return 0
@@ -123,6 +125,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     say(f"failed:    {info['failed']}")
     for k, v in info["failed_by_reason"].items():
         say(f"  {k}: {v}")
+    if info.get("ocr"):
+        say(f"ocr:       {info['ocr']}")
     if info.get("retries"):
         say(f"retrying:  {info['retries']} of them, the next {_when(info['next_retry'])} (deskdex retry: now)")
     if info.get("index_bytes") is not None:  # None for another user of an enterprise-mode daemon
@@ -153,6 +157,18 @@ def _retried(failure: dict[str, Any]) -> str:
     n = failure.get("attempts") or 0
     return f" (failed {n} time{'s' if n != 1 else ''}; tried again {_when(failure['retry_at'])})" if n else \
         f" (tried again {_when(failure['retry_at'])})"
+
+
+def _ocr_state(home: Home) -> str:
+    """Whether OCR runs here, with this home's settings (the daemon says so itself when it runs)."""
+    from deskdex import settings
+    from deskdex.converters import Limits
+    from deskdex.converters.ocr import state
+
+    try:
+        return state(Limits.from_settings(settings.load(home, problems=[])).ocr)
+    except DeskdexError as exc:
+        return f"unknown: {exc}"
 
 
 def _status_from_index(data_dir: str, failures: bool) -> dict[str, Any]:

@@ -10,6 +10,16 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
+class OcrOptions:
+    """What OCR (converters/ocr.py) may do: the ``[ocr]`` settings, carried to the workers with the limits."""
+
+    enabled: bool = True
+    languages: tuple[str, ...] = ()  # Tesseract's codes ("eng", "deu"); empty: every one installed, English first
+    min_pixels: int = 70_000  # images with fewer pixels (width x height) are not read: icons, bullets
+    seconds: float = 30.0  # OCR time one file may take; pages past it are left (``ocr: partial``)
+
+
+@dataclass(frozen=True, slots=True)
 class Limits:
     time_seconds: float = 60.0  # per file, enforced by killing the worker process
     memory_bytes: int = 1024 * 1024 * 1024  # address space of a worker process
@@ -19,9 +29,12 @@ class Limits:
     members: int = 20_000  # members of one container
     member_bytes: int = 128 * 1024 * 1024  # one uncompressed member
     expansion_ratio: int = 200  # uncompressed/compressed above which a member is a bomb
+    ocr: OcrOptions = OcrOptions()
 
     @classmethod
     def from_settings(cls, cfg: Config) -> Limits:
-        """The limits the settings ``time_limit``, ``memory_limit_mb`` and ``max_file_mb`` ask for."""
+        """The limits the settings ``time_limit``, ``memory_limit_mb``, ``max_file_mb`` and ``[ocr]`` ask for."""
+        ocr = OcrOptions(enabled=bool(cfg["ocr.enabled"]), languages=tuple(cfg["ocr.languages"]),
+                         min_pixels=int(cfg["ocr.min_pixels"]), seconds=float(cfg["ocr.time_limit"]))
         return cls(time_seconds=float(cfg["time_limit"]), memory_bytes=int(cfg["memory_limit_mb"]) * 2**20,
-                   file_bytes=int(cfg["max_file_mb"]) * 2**20)
+                   file_bytes=int(cfg["max_file_mb"]) * 2**20, ocr=ocr)

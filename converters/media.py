@@ -1,4 +1,5 @@
-"""Photos, songs and videos by their metadata: tags with mutagen, image metadata with Pillow.
+"""Photos, songs and videos by their metadata: tags with mutagen, image metadata with Pillow, and
+the words in images by OCR (``imagetext``: Tesseract, after the metadata is read).
 
 Neither decodes what it describes: mutagen reads the tag blocks and the stream header, and
 Pillow's ``Image.open`` reads the header and the chunks before the pixels (a PNG's text
@@ -18,6 +19,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from .document import Document, clean
 from deskdex.errors import CorruptFile, HostileInput
+from .imagetext import add_text
 from .source import Source
 
 # Tag keys (lowercased) of ID3 frames, Vorbis comments, MP4 atoms, ASF and APEv2 items -> field.
@@ -131,7 +133,8 @@ def _tag_items(tags: Any) -> Iterator[tuple[str, list[str]]]:
 
 
 def image(source: Source, mime: str) -> Document:
-    """EXIF, XMP, IPTC, PNG text chunks and the size of an image, with Pillow (pixels never decoded)."""
+    """EXIF, XMP, IPTC, PNG text chunks and the size of an image, with Pillow (the pixels not decoded
+    for them), then the words in its pixels (OCR, ``imagetext``: what happens there never fails the file)."""
     from PIL import Image, UnidentifiedImageError
 
     with source.open() as f:
@@ -143,6 +146,7 @@ def image(source: Source, mime: str) -> Document:
                 warnings.simplefilter("ignore")
                 with Image.open(f, formats=_IMAGE_FORMATS) as im:
                     doc = _image_doc(im, source, mime)
+                    add_text(im, doc)
         except Image.DecompressionBombError as exc:
             raise HostileInput(f"image too large to be real: {exc}") from exc
         except UnidentifiedImageError as exc:

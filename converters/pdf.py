@@ -1,4 +1,5 @@
 """PDF: a compiled fast path (pypdfium2) with pdfminer.six as the fallback for files it cannot open.
+Pages that are pictures of text (scans) are read by OCR (``pdf_ocr``; pdfium only).
 
 pypdfium2 gives the text of each page as lines; ``paragraphs`` rebuilds paragraphs from them,
 bookmarks (the outline) become headings, and lines repeated at the top or bottom of most
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from .document import Document
 from deskdex.errors import CorruptFile, Encrypted, HostileInput
+from .pdf_ocr import read_pages
 from .pdf_text import META_KEYS, paragraphs, pdf_date
 from .source import Source
 
@@ -82,6 +84,7 @@ def convert_pdfium(data: bytes, source: Source, mime: str) -> Document:
         doc.meta.update(_pdfium_meta(pdf))
         doc.meta["pages"] = str(len(pdf))
         pages = [_page_text(pdf, i) for i in range(len(pdf))]
+        read_pages(pdf, pages, doc.meta)
         fill(doc, pages, _bookmarks(pdf))
     except pdfium.PdfiumError as exc:
         raise CorruptFile(f"unreadable PDF page: {exc}") from exc

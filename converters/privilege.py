@@ -146,6 +146,9 @@ LAZY_IMPORTS = (
     # Office 97-2003 and Outlook (ole.py, doc.py, ppt.py, msg.py), and what msoffcrypto.OfficeFile imports on its call.
     "olefile", "olefile.olefile", "msoffcrypto", "msoffcrypto.format.doc97", "msoffcrypto.format.ppt97", "msoffcrypto.format.xls97",
     "msoffcrypto.format.ooxml", "extract_msg", "extract_msg.enums",
+    # OCR (converters/ocr.py); Tesseract's language data is read when a file first needs it, from the
+    # system's tessdata folder, which every account may read.
+    "tesserocr",
 )
 
 

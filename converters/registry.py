@@ -83,6 +83,10 @@ class Format:
         return [n for n in self.needs if not n.found()]
 
 
+# OCR of images and of scanned PDF pages (converters/ocr.py): without it images keep their metadata.
+OCR = Need(("tesserocr",), "pip install tesserocr; apt install tesseract-ocr-eng (Tesseract's language data)",
+           kind="module")
+
 # Source code by suffix: converted as text, the language kept as metadata ("code_language").
 SOURCE_LANGUAGES: dict[str, str] = {
     "py": "python", "pyi": "python", "c": "c", "h": "c", "cc": "c++", "cpp": "c++", "cxx": "c++",
@@ -114,7 +118,7 @@ FORMATS_BASE: tuple[Format, ...] = (
     Format("HTML", ("text/html", "application/xhtml+xml"), ("html", "htm", "xhtml", "shtml"),
            "deskdex.converters.html:convert", "lxml"),
     Format("PDF", ("application/pdf", "application/x-pdf"), ("pdf",), "deskdex.converters.pdf:convert",
-           "pypdfium2 (pdfminer.six fallback)"),
+           "pypdfium2 (pdfminer.six fallback)", (OCR,)),
     Format("Word (DOCX)", ("application/vnd.openxmlformats-officedocument.wordprocessingml.document",),
            ("docx", "docm", "dotx"), "deskdex.converters.word:convert", "python-docx"),
     Format("OpenDocument text", ("application/vnd.oasis.opendocument.text",
@@ -188,13 +192,13 @@ FORMATS_BASE: tuple[Format, ...] = (
     Format("WARC", ("application/warc",), ("warc", "warc.gz"), "deskdex.converters.archive:warc_members", "warcio"),
     Format("TREC", ("application/x-trec",), ("trec",), "deskdex.converters.archive:trec_members", ""),
     Format("JPEG image", ("image/jpeg", "image/pjpeg"), ("jpg", "jpeg", "jpe", "jfif"),
-           "deskdex.converters.media:image", "Pillow"),
-    Format("PNG image", ("image/png",), ("png",), "deskdex.converters.media:image", "Pillow"),
-    Format("TIFF image", ("image/tiff",), ("tif", "tiff"), "deskdex.converters.media:image", "Pillow"),
-    Format("GIF image", ("image/gif",), ("gif",), "deskdex.converters.media:image", "Pillow"),
+           "deskdex.converters.media:image", "Pillow, Tesseract", (OCR,)),
+    Format("PNG image", ("image/png",), ("png",), "deskdex.converters.media:image", "Pillow, Tesseract", (OCR,)),
+    Format("TIFF image", ("image/tiff",), ("tif", "tiff"), "deskdex.converters.media:image", "Pillow, Tesseract", (OCR,)),
+    Format("GIF image", ("image/gif",), ("gif",), "deskdex.converters.media:image", "Pillow, Tesseract", (OCR,)),
     Format("BMP image", ("image/bmp", "image/x-ms-bmp"), ("bmp", "dib"),
-           "deskdex.converters.media:image", "Pillow"),
-    Format("WebP image", ("image/webp",), ("webp",), "deskdex.converters.media:image", "Pillow"),
+           "deskdex.converters.media:image", "Pillow, Tesseract", (OCR,)),
+    Format("WebP image", ("image/webp",), ("webp",), "deskdex.converters.media:image", "Pillow, Tesseract", (OCR,)),
     # Audio and video by their tags: mutagen where it reads the container, hachoir (video.py) elsewhere.
     Format("MP3 audio", ("audio/mpeg", "audio/mp3"), ("mp3", "mp2"), "deskdex.converters.media:audio", "mutagen"),
     Format("FLAC audio", ("audio/flac", "audio/x-flac"), ("flac",), "deskdex.converters.media:audio", "mutagen"),

@@ -72,6 +72,14 @@ SETTINGS: tuple[Setting, ...] = (
                                     "daemon's turns go to the users waiting longest with the fewest running."),
     Setting("requests_per_second", 50.0, "Enterprise mode only: requests one local user may send each second, "
                                          "in bursts of up to twice as many (a token bucket)."),
+    Setting("ocr.enabled", True, "Read the words in images and in the pages of PDFs that are pictures (scans, faxes) "
+                                 "with Tesseract (OCR), after every other file in the queue."),
+    Setting("ocr.languages", [], "Tesseract's language codes to read (`eng`, `deu`, `fra`...). Empty: every language "
+                                 "installed (`tesseract-ocr-LANG` packages), English first.", str),
+    Setting("ocr.min_pixels", 70000, "Images with fewer pixels than this (width x height) are not read: icons, "
+                                     "bullets, buttons (a 256 x 256 icon has 65536)."),
+    Setting("ocr.time_limit", 30.0, "Seconds of OCR one file may take (at most three quarters of `time_limit`); "
+                                    "pages past it are left, and the document says `ocr: partial`."),
     Setting("crawl.contact", "https://github.com/deskdex/deskdex",
             "A URL or address about your crawler, sent in its User-Agent so site owners can reach you."),
     Setting("crawl.delay", 1.0, "Seconds between two requests to one site (more if its robots.txt asks)."),

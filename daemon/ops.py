@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from deskdex import protocol
+from deskdex.converters.ocr import state as ocr_state
 from deskdex.errors import BadArgs
 from deskdex.index import reports, search
 from deskdex.index.access import EVERYONE
@@ -86,7 +87,8 @@ class Ops:
                "last_commit": float(last) if last else None, "folders": d.folders(),
                "offline": sorted(d.offline), "notes": d.notes, "pid": os.getpid(),
                "converted": d.indexer.converted, "paused": d.paused,
-               "uptime": round(time.time() - d.started, 1), "system": d.system}
+               "uptime": round(time.time() - d.started, 1), "system": d.system,
+               "ocr": ocr_state(d.indexer.limits.ocr)}
         if other:
             out["converted"] = None  # how busy others' files keep it
             for key in ("current", "folders", "offline", "notes", "pid"):

@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from deskdex.converters import Limits, Outcome, Source, display_path, open_regular, path_to_uri, uri_to_path
 from deskdex.errors import TRANSIENT_REASONS, ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
-from deskdex.converters.detect import extension
+from deskdex.converters.detect import compound_extension, extension
+from deskdex.converters.document import Document
 from deskdex.converters.isolation import WorkerPool
 from deskdex.converters.registry import Registry
+from deskdex.converters.ocr import unavailable
 from deskdex.converters.privilege import RunAs, as_user
 from deskdex.index import Collection, Row
 from deskdex.index.checksums import raw_checksum_of, sampled_checksum_of
@@ -73,6 +75,7 @@ class Indexer:
         self.commit_seconds = commit_seconds
         self._last_commit = time.monotonic()
         self._raw: dict[str, str] = {}  # raw checksum of each file out for conversion
+        self._twins: list[FileInfo] = []  # files whose bytes were out for conversion under another name
         self._pool: WorkerPool | None = None
         self.converted = 0  # files converted since start (a move or rename must not add to it)
         self.stop = stop  # set by another thread: finish the file at hand, commit, raise Interrupted
@@ -125,16 +128,24 @@ class Indexer:
         wanted: dict[str, FileInfo] = {}
         if not self._made_by_checked:
             self.retry_if_changed()
+        # OCR last: every cheaper file first (see ``cost``); a file whose bytes are being converted
+        # under another name waits for that conversion and then reuses its text (``_to_convert``).
+        todo: list[FileInfo] = sorted(files, key=cost)
         try:
-            for source, outcomes in self.pool.map(self._to_convert(files, wanted, summary, progress), self.stop):
-                info = wanted.pop(source.uri)
-                if outcomes[0].document is None and not os.path.lexists(info.path):
-                    self._vanished(info, source.uri, summary)
-                else:
-                    self._store(info, outcomes, summary)
-                if progress:
-                    progress(1, info.path)
-                self._maybe_commit()
+            while todo:
+                self._twins = []
+                for source, outcomes in self.pool.map(self._to_convert(todo, wanted, summary, progress), self.stop):
+                    info = wanted.pop(source.uri)
+                    if outcomes[0].document is None and not os.path.lexists(info.path):
+                        self._vanished(info, source.uri, summary)
+                    else:
+                        self._store(info, outcomes, summary)
+                    if progress:
+                        progress(1, info.path)
+                    self._maybe_commit()
+                if self.stop is not None and self.stop.is_set():
+                    break
+                todo, self._twins = self._twins, []
         except BaseException:
             # A failure (the index cannot be written) left conversions under way that no one
             # waits for: their results would pass for the next run's.
@@ -176,8 +187,11 @@ class Indexer:
         except PackageNotFoundError:
             ours = "?"
         lim = self.limits
+        # OCR's settings and whether it can run here: a scanned PDF that failed helper_missing is tried
+        # again at once when tesserocr or a language is installed.
+        ocr = f"ocr {lim.ocr.enabled} {','.join(lim.ocr.languages)} {not unavailable(lim.ocr)}"
         return (f"deskdex {ours}; time_limit {lim.time_seconds:g}; memory {lim.memory_bytes}; "
-                f"max_file {lim.file_bytes}; converters {sorted((self.overrides or {}).items())}")
+                f"max_file {lim.file_bytes}; converters {sorted((self.overrides or {}).items())}; {ocr}")
 
     def retry_if_changed(self) -> int:
         """Make every transient failure due now when deskdex, its limits or its converters changed
@@ -260,11 +274,26 @@ class Indexer:
                 if progress:
                     progress(1, info.path)
                 continue
+            if raw in self._raw.values():
+                # The same bytes are being converted under another name (a copy): never convert (OCR)
+                # the same bytes twice; looked at again once that conversion is stored, and reused.
+                self._twins.append(info)
+                continue
             same = row if row is not None and row.raw_sum == raw and row.status == "ok" else None
             if same is None:
                 same = self.coll.catalog.find_ok_by_raw_sum(raw)
             fresh = Row(uri=uri, path=display_path(info.path), size=info.size, mtime=info.mtime, raw_sum=raw)
-            if same is not None and not self.coll.catalog.descendants(same.uri) and self.coll.reusable(fresh, same):
+            known = same is not None and not self.coll.catalog.descendants(same.uri)
+            read = self._read_before(fresh, same) if known and same is not None \
+                and not self.coll.reusable(fresh, same) else None
+            if read is not None:  # a copy, under another name, of a file OCR has read
+                self.coll.put(self._stamped(fresh, uri, done=True), read)
+                summary.reused += 1
+                if progress:
+                    progress(1, info.path)
+                self._maybe_commit()
+                continue
+            if known and same is not None and self.coll.reusable(fresh, same):
                 self.coll.reuse(self._stamped(fresh, uri, done=True), same)
                 if same.uri == uri:
                     summary.unchanged += 1
@@ -278,6 +307,25 @@ class Indexer:
             self._raw[uri] = raw
             summary.bytes += info.size
             yield Source.from_path(info.path, run_as=user)
+
+    def _read_before(self, fresh: Row, same: Row) -> Document | None:
+        """The document of ``same``, for ``fresh``, a file with the same bytes under another name,
+        when OCR made its text: OCR never reads the same bytes twice. ``Collection.reusable`` turns
+        such a copy down when its title may be its name (an image's always is); an image's or a
+        PDF's converter puts the name nowhere else, so the copy takes the text with its own name
+        as title. None: convert it."""
+        if same.source != "files" or not same.path or not fresh.path:
+            return None
+        name, other = os.path.basename(fresh.path), os.path.basename(same.path)
+        if extension(name) != extension(other) or compound_extension(name) != compound_extension(other):
+            return None  # the suffix chooses the format
+        doc = self.coll.document(same)
+        if doc is None or doc.meta.get("ocr") not in ("yes", "partial"):
+            return None
+        if doc.title == other:
+            doc.title = name
+        doc.uri = fresh.uri
+        return doc
 
     def _checksum(self, info: FileInfo, uri: str, user: RunAs | None) -> tuple[str, FileInfo]:
         """The raw checksum of the file at ``info.path``, with the size and mtime of the file that
@@ -390,6 +438,19 @@ class Indexer:
         if self.coll.dirty >= self.commit_every or time.monotonic() - self._last_commit > self.commit_seconds:
             self.coll.commit()
             self._last_commit = time.monotonic()
+
+
+# Suffixes of the files that may need OCR, the most expensive work: converted after every other
+# file of a batch, PDFs (most have a text layer, and are cheap) before images.
+_OCR_LAST = {"pdf": 1, **{ext: 2 for ext in ("png", "jpg", "jpeg", "jpe", "jfif", "tif", "tiff", "gif", "bmp",
+                                              "dib", "webp")}}
+
+
+def cost(info: FileInfo) -> int:
+    """The order a file is converted in within a batch: 0 for most, 1 for a PDF, 2 for an image."""
+    name = os.path.basename(info.path)
+    dot = name.rfind(".")
+    return _OCR_LAST.get(name[dot + 1:].lower(), 0) if dot > 0 else 0
 
 
 def _parent_of(uri: str) -> str:
