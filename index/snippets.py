@@ -47,6 +47,11 @@ CONTEXT = 360  # characters of tagged text taken on each side of a place
 WINDOWS = 4  # windows looked at word by word, at most
 STARTS = 32  # matches of a window a fragment may start at
 LEAD = 40  # characters of context shown before the first match of a fragment
+# What one hit, and all the hits of one search, may read (characters of tagged text): past them a
+# term first met further on is not looked for (the snippet shows what was found). Reading costs
+# 30 to 60 ms a million characters on a busy machine (decompression, decoding, searches).
+MAX_READ = 2_500_000
+BUDGET = 3_000_000
 EXTRA = 2  # chunks read past the one where every term was seen, for a passage holding them all
 OVERLAP = 256  # characters of the previous chunk searched again (a phrase across two chunks)
 
@@ -60,17 +65,24 @@ _PHRASE_GAP = r"(?:[^\w<&]|_|<[^<>]*>|&#?\w+;|&)+"
 
 
 def _accented() -> dict[str, str]:
-    """A character class for each ASCII letter with the accented letters ascii_fold takes to it."""
-    forms: dict[str, str] = {}
+    """A character class for each lower-case ASCII letter: itself, its capital and the accented
+    letters ascii_fold takes to either (a class, not re.IGNORECASE, which is slower still)."""
+    forms: dict[str, str] = {chr(c): chr(c) + chr(c).upper() for c in range(ord("a"), ord("z") + 1)}
     for code in range(0xC0, 0x250):
         c = chr(code)
         base = unicodedata.normalize("NFKD", c)[0]
-        if c == c.lower() and base.isascii() and base.isalpha() and base != c:
-            forms[base.lower()] = forms.get(base.lower(), "") + c
-    return {b: f"[{b}{extra}]" for b, extra in forms.items()}
+        if base.isascii() and base.isalpha() and base != c:
+            forms[base.lower()] += c
+    return {b: f"[{letters}]" for b, letters in forms.items()}
 
 
 _ACCENTED = _accented()
+_ACCENT = re.compile("[\u00c0-\u024f]")
+
+
+def _cases(needle: str) -> list[str]:
+    """``needle`` as a word may be written: in lower case, capitalized, in capitals."""
+    return list(dict.fromkeys((needle, needle.capitalize(), needle.upper())))
 
 
 def _fold(text: str) -> str:
@@ -218,24 +230,31 @@ class Snippets:
         self.work = Work()
 
     @staticmethod
-    def _finder(term: Term, accents: bool) -> re.Pattern[str]:
-        """What finds the places of ``term`` in lower-cased tagged text: its needles at the start
-        of a word (CJK: anywhere), a phrase whole. Without ``accents`` each starts with a literal,
-        which the regex engine looks for as fast as str.find; with, each letter also matches its
-        accented forms (``cafe`` finds ``café``), three times slower: for text that has them."""
+    def _finder(term: Term, accents: bool) -> list[re.Pattern[str]]:
+        """What finds the places of ``term`` in tagged text: its needles at the start of a word
+        (CJK: anywhere), a phrase whole. Without ``accents``, patterns that start with a literal
+        (the needle in lower case, capitalized and in capitals), which the regex engine looks for
+        as fast as str.find (lower-casing the text would cost ten times more); with, one pattern
+        whose letters also match their accented forms (``cafe`` finds ``Café``), several times
+        slower: for text that has such letters and where the literal ones found nothing."""
         def letters(needle: str) -> str:
-            return "".join(_ACCENTED.get(c, re.escape(c)) if accents else re.escape(c) for c in needle)
+            return "".join(_ACCENTED.get(c, re.escape(c)) for c in needle) if accents else re.escape(needle)
 
         def at_word_start(needle: str) -> str:  # the letter before it, if any, is not a letter
             return f"{letters(needle)}(?<![^\\W_][\\s\\S]{{{len(needle)}}})"
 
         if term.kind == "cjk":
-            return re.compile(re.escape(term.needles[0]))
+            return [] if accents else [re.compile(re.escape(term.needles[0]))]
         if term.kind == "phrase":
-            return re.compile(_PHRASE_GAP.join(letters(n) + r"[^\W_]*" for n in term.needles))
-        if term.kind == "fuzzy":
-            return re.compile("|".join(letters(n) for n in term.needles))
-        return re.compile("|".join(at_word_start(n) for n in term.needles))
+            first, rest = term.needles[0], "".join(_PHRASE_GAP + letters(n) + r"[^\W_]*" for n in term.needles[1:])
+            if accents:
+                return [re.compile(at_word_start(first) + r"[^\W_]*" + rest)]
+            return [re.compile(at_word_start(form) + f"(?i:[^\\W_]*{rest})") for form in _cases(first)]
+        needles = term.needles
+        if accents:
+            return [re.compile("|".join(letters(n) if term.kind == "fuzzy" else at_word_start(n) for n in needles))]
+        return [re.compile(letters(form) if term.kind == "fuzzy" else at_word_start(form))
+                for n in needles for form in _cases(n)]
 
     # -- one hit ----------------------------------------------------------------------------
     def make(self, stream: IO[bytes] | None, present: AbstractSet[int] | None = None) -> tuple[str, list[list[int]]]:
@@ -271,43 +290,66 @@ class Snippets:
         tries = [0 if k in wanted else TRIES for k in range(len(self.terms))]
         extra = -1  # chunks read since every wanted term was seen
         for start, chunk in text.chunks():
-            # İ is the one letter whose lower case is two characters: offsets must not move.
-            low = chunk.replace("\u0130", "i").lower()
-            finders = self._finders if low.isascii() else self._accented
-            for k, finder in enumerate(finders):
+            begin = max(0, text.header - start)
+            # Text in a language with accents (a few in its first lines): also their accented forms.
+            accents = len(_ACCENT.findall(chunk, begin, begin + 4096)) >= 4
+            for k in range(len(self.terms)):
                 if len(found[k]) >= PER_TERM or tries[k] >= TRIES:
                     continue
-                for m in finder.finditer(low, max(0, text.header - start)):
-                    pos = start + m.start()
-                    if found[k] and pos <= found[k][-1]:
-                        continue  # in the overlap, seen already
-                    tries[k] += 1
-                    if self._plausible(self.terms[k], low, m):
-                        found[k].append(pos)
-                        if len(found[k]) >= PER_TERM:
-                            break
-                    if tries[k] >= TRIES:
-                        break
+                before = len(found[k])
+                self._look(chunk, start, begin, k, self._finders[k], found, tries)
+                if accents and len(found[k]) == before and self._accented[k]:
+                    self._look(chunk, start, begin, k, self._accented[k], found, tries)
             seen = [found[k] for k in wanted]
             if extra >= 0 or all(seen):
                 extra += 1
             if _complete(seen) or extra >= EXTRA or all(len(f) >= PER_TERM or t >= TRIES
                                                         for f, t in zip(found, tries)):
                 break
+            if start + len(chunk) >= MAX_READ or self.work.read >= BUDGET:
+                break  # the rest shows what was found so far
+        # A word the index says is there but not found as written: an accented form in a text
+        # with few (`Café` for `cafe`), looked for again in what was read.
+        for k in wanted:
+            if not found[k] and self._accented[k]:
+                for start, part in text.parts():
+                    if _ACCENT.search(part):
+                        self._look(part, start, max(0, text.header - start), k, self._accented[k], found, tries)
         places = sorted((pos, k) for k, f in enumerate(found) for pos in f)
         self.work.places += len(places)
         return places
 
-    def _plausible(self, term: Term, low: str, m: re.Match[str]) -> bool:
+    def _look(self, chunk: str, start: int, begin: int, k: int, finders: list[re.Pattern[str]],
+              found: list[list[int]], tries: list[int]) -> None:
+        """Add to ``found[k]`` the places ``finders`` find in ``chunk`` (at ``start`` in the text),
+        as far as the term's fill of places and tries go."""
+        places = set(found[k])
+        hits = sorted((m for f in finders for m in itertools.islice(f.finditer(chunk, begin), TRIES)),
+                      key=lambda m: m.start())
+        for m in hits:
+            pos = start + m.start()
+            if pos in places:
+                continue  # in the overlap with the chunk before, seen already
+            tries[k] += 1
+            if self._plausible(self.terms[k], chunk, m):
+                found[k].append(pos)
+                places.add(pos)
+                if len(found[k]) >= PER_TERM:
+                    break
+            if tries[k] >= TRIES:
+                break
+        found[k].sort()
+
+    def _plausible(self, term: Term, chunk: str, m: re.Match[str]) -> bool:
         """Whether the word found at ``m`` is one of ``term``'s (a stem, not just its letters)."""
         if term.kind == "word":
-            w = _WORD.match(low, m.start())
+            w = _WORD.match(chunk, m.start())
             return w is not None and self._stem(w.group()) == term.keys[0]
         if term.kind == "fuzzy":  # a half of the stem, anywhere in a word: the whole word's stem
             start = m.start()
-            while start > 0 and low[start - 1].isalnum():
+            while start > 0 and chunk[start - 1].isalnum():
                 start -= 1
-            w = _WORD.match(low, start)
+            w = _WORD.match(chunk, start)
             stem = self._stem(w.group()) if w is not None else None
             return stem is not None and self._near(stem, term)
         return True  # a phrase is checked whole by its pattern, a prefix or CJK run needs no more
@@ -468,6 +510,10 @@ class _Text:
             tail = self._parts[i - 1][-OVERLAP:] if i else ""
             yield start - len(tail), tail + self._parts[i]
             i += 1
+
+    def parts(self) -> Iterator[tuple[int, str]]:
+        """(offset, text) of each chunk read so far."""
+        return zip(self._starts, self._parts)
 
     def slice(self, a: int, b: int) -> str:
         """Characters ``[a, b)`` (as far as the text goes), reading further if needed."""
