@@ -22,6 +22,7 @@ the passage an enterprise-mode reader is shown cannot tell anything of others' d
 from __future__ import annotations
 
 import codecs
+import functools
 import html
 import itertools
 import logging
@@ -43,8 +44,8 @@ SECOND = 120  # characters of each fragment when there are two
 CHUNK = 1 << 16  # bytes of tagged text read and searched per step
 PER_TERM = 16  # places kept per query word (each costs a window looked at word by word)
 TRIES = 256  # places tried per query word (found by its letters but not its stem: `dependent`)
-CONTEXT = 360  # characters of tagged text taken on each side of a place
-WINDOWS = 4  # windows looked at word by word, at most
+CONTEXT = 240  # characters of tagged text taken on each side of a place
+WINDOWS = 3  # windows looked at word by word, at most
 STARTS = 32  # matches of a window a fragment may start at
 LEAD = 40  # characters of context shown before the first match of a fragment
 # What one hit, and all the hits of one search, may read (characters of tagged text): past them a
@@ -222,39 +223,17 @@ class Snippets:
 
     def __init__(self, query: str) -> None:
         self.terms = terms_of(query)
-        self._finders = [self._finder(t, accents=False) for t in self.terms]
-        self._accented = [self._finder(t, accents=True) for t in self.terms]
+        self._finders = [_finder(t, accents=False) for t in self.terms]
+        # The words a window's words are analyzed for: those that start like a needle (a fuzzy
+        # word may differ anywhere: with one, all are).
+        fuzzy = any(t.kind == "fuzzy" for t in self.terms)
+        needles = sorted({_fold(n) for t in self.terms if t.kind != "cjk" for n in t.needles}, key=len)
+        self._candidate = None if fuzzy or not needles else \
+            re.compile("|".join(re.escape(n) for n in reversed(needles)), re.IGNORECASE)
         self._stems: dict[str, str | None] = {}
         self._paths: dict[str, str | None] = {}
         self._distances: dict[tuple[str, str], int] = {}
         self.work = Work()
-
-    @staticmethod
-    def _finder(term: Term, accents: bool) -> list[re.Pattern[str]]:
-        """What finds the places of ``term`` in tagged text: its needles at the start of a word
-        (CJK: anywhere), a phrase whole. Without ``accents``, patterns that start with a literal
-        (the needle in lower case, capitalized and in capitals), which the regex engine looks for
-        as fast as str.find (lower-casing the text would cost ten times more); with, one pattern
-        whose letters also match their accented forms (``cafe`` finds ``Café``), several times
-        slower: for text that has such letters and where the literal ones found nothing."""
-        def letters(needle: str) -> str:
-            return "".join(_ACCENTED.get(c, re.escape(c)) for c in needle) if accents else re.escape(needle)
-
-        def at_word_start(needle: str) -> str:  # the letter before it, if any, is not a letter
-            return f"{letters(needle)}(?<![^\\W_][\\s\\S]{{{len(needle)}}})"
-
-        if term.kind == "cjk":
-            return [] if accents else [re.compile(re.escape(term.needles[0]))]
-        if term.kind == "phrase":
-            first, rest = term.needles[0], "".join(_PHRASE_GAP + letters(n) + r"[^\W_]*" for n in term.needles[1:])
-            if accents:
-                return [re.compile(at_word_start(first) + r"[^\W_]*" + rest)]
-            return [re.compile(at_word_start(form) + f"(?i:[^\\W_]*{rest})") for form in _cases(first)]
-        needles = term.needles
-        if accents:
-            return [re.compile("|".join(letters(n) if term.kind == "fuzzy" else at_word_start(n) for n in needles))]
-        return [re.compile(letters(form) if term.kind == "fuzzy" else at_word_start(form))
-                for n in needles for form in _cases(n)]
 
     # -- one hit ----------------------------------------------------------------------------
     def make(self, stream: IO[bytes] | None, present: AbstractSet[int] | None = None) -> tuple[str, list[list[int]]]:
@@ -298,8 +277,8 @@ class Snippets:
                     continue
                 before = len(found[k])
                 self._look(chunk, start, begin, k, self._finders[k], found, tries)
-                if accents and len(found[k]) == before and self._accented[k]:
-                    self._look(chunk, start, begin, k, self._accented[k], found, tries)
+                if accents and len(found[k]) == before and _finder(self.terms[k], accents=True):
+                    self._look(chunk, start, begin, k, _finder(self.terms[k], accents=True), found, tries)
             seen = [found[k] for k in wanted]
             if extra >= 0 or all(seen):
                 extra += 1
@@ -311,10 +290,10 @@ class Snippets:
         # A word the index says is there but not found as written: an accented form in a text
         # with few (`Café` for `cafe`), looked for again in what was read.
         for k in wanted:
-            if not found[k] and self._accented[k]:
+            if not found[k] and _finder(self.terms[k], accents=True):
                 for start, part in text.parts():
                     if _ACCENT.search(part):
-                        self._look(part, start, max(0, text.header - start), k, self._accented[k], found, tries)
+                        self._look(part, start, max(0, text.header - start), k, _finder(self.terms[k], accents=True), found, tries)
         places = sorted((pos, k) for k, f in enumerate(found) for pos in f)
         self.work.places += len(places)
         return places
@@ -403,7 +382,9 @@ class Snippets:
     def _matches(self, plain: str) -> list[_Match]:
         """Where the terms match in ``plain`` (text without tags), as the index would match them."""
         words = [(w.start(), w.end(), w.group()) for w in _WORD.finditer(plain)]
-        stems = [self._stem(w) for _, _, w in words]
+        may = self._candidate
+        stems = [self._stem(w) if may is None or may.match(w) or (not w.isascii() and may.match(_fold(w))) else None
+                 for _, _, w in words]
         out: list[_Match] = []
         for k, term in enumerate(self.terms):
             if term.kind == "cjk":
@@ -420,7 +401,8 @@ class Snippets:
                     if tuple(stems[i:i + n]) == term.keys:
                         out += [_Match(words[j][0], words[j][1], k) for j in range(i, i + n)]
             elif term.kind == "prefix":
-                out += [_Match(s, e, k) for s, e, w in words if (p := self._path(w)) and p.startswith(term.keys[0])]
+                out += [_Match(s, e, k) for (s, e, w), st in zip(words, stems)
+                        if st is not None and (p := self._path(w)) and p.startswith(term.keys[0])]
             else:  # fuzzy
                 out += [_Match(s, e, k) for (s, e, _), st in zip(words, stems) if st and self._near(st, term)]
         out.sort(key=lambda m: (m.start, m.term))
@@ -465,6 +447,35 @@ class Snippets:
                                                                      default=start)))
         spans = [[s - start, e - start] for s, e in f.spans if s >= start and e <= end]
         return _Fragment(f.text[start:end], spans, f.terms, f.count, f.where)
+
+
+@functools.lru_cache(maxsize=1024)
+def _finder(term: Term, accents: bool) -> list[re.Pattern[str]]:
+    """What finds the places of ``term`` in tagged text: its needles at the start of a word
+    (CJK: anywhere), a phrase whole. Without ``accents``, patterns that start with a literal
+    (the needle in lower case, capitalized and in capitals), which the regex engine looks for
+    as fast as str.find (lower-casing the text would cost ten times more); with, one pattern
+    whose letters also match their accented forms (``cafe`` finds ``Café``), several times
+    slower: for text that has such letters and where the literal ones found nothing. Kept
+    between searches (a daemon compiles a word's patterns once)."""
+    def letters(needle: str) -> str:
+        return "".join(_ACCENTED.get(c, re.escape(c)) for c in needle) if accents else re.escape(needle)
+
+    def at_word_start(needle: str) -> str:  # the letter before it, if any, is not a letter
+        return f"{letters(needle)}(?<![^\\W_][\\s\\S]{{{len(needle)}}})"
+
+    if term.kind == "cjk":
+        return [] if accents else [re.compile(re.escape(term.needles[0]))]
+    if term.kind == "phrase":
+        first, rest = term.needles[0], "".join(_PHRASE_GAP + letters(n) + r"[^\W_]*" for n in term.needles[1:])
+        if accents:
+            return [re.compile(at_word_start(first) + r"[^\W_]*" + rest)]
+        return [re.compile(at_word_start(form) + f"(?i:[^\\W_]*{rest})") for form in _cases(first)]
+    needles = term.needles
+    if accents:
+        return [re.compile("|".join(letters(n) if term.kind == "fuzzy" else at_word_start(n) for n in needles))]
+    return [re.compile(letters(form) if term.kind == "fuzzy" else at_word_start(form))
+            for n in needles for form in _cases(n)]
 
 
 class _Text:
