@@ -2,12 +2,15 @@
 words highlighted, at a cost that does not grow with the text's length.
 
 The stored text (index/store.py) is tagged text, zstd-compressed. It is read as a stream, a
-chunk at a time, and each query word is looked for in the chunk by a plain search of its lower-
-cased letters (C code: str.lower and the regex engine's literal search, a few milliseconds a
-megabyte); reading stops as soon as one passage holds every word, so a long document whose
-words are near its start costs as much as a short one. Only the places found (at most
-``PER_TERM`` a word) are looked at in Python: a few hundred characters of tagged text around
-each, freed of tags, split into words and analyzed as the index analyzed them, so that what is
+chunk at a time, and each query word the index says the text holds is looked for in the chunk by
+the regex engine's literal search of its letters (in lower case, capitalized and in capitals;
+accented forms in text with accents): C code, about a millisecond a million characters. Reading
+stops as soon as one passage holds every word (or EXTRA chunks after each was seen), so a long
+document whose words are near its start costs as much as a short one; a word first met far into
+a long text costs the decompression and search up to there, at most MAX_READ characters a hit
+and BUDGET a search. Only the places found (at most ``PER_TERM`` a word) are looked at in
+Python: WINDOWS stretches of a few hundred characters of tagged text around them, freed of tags,
+split into words and analyzed as the index analyzed them, so that what is
 highlighted is what matched: stems (``documents`` for ``document``), a phrase only where its
 words are adjacent, a prefix, a fuzzy word, and a Chinese, Japanese or Korean run as it stands
 (the index knows those by character bigrams, index/fulltext.py). The passage shown is the one

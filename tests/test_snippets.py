@@ -155,3 +155,12 @@ def test_no_match_in_the_text_shows_its_start(coll: Collection):
 def test_snippets_off(coll: Collection, tmp_path: Path):
     hits = search(coll, "zephyrine", snippets=False)["hits"]
     assert hits and all(h["snippet"] == "" for h in hits)
+
+
+def test_a_word_the_text_does_not_hold_is_not_looked_for(coll: Collection):
+    # "keeper" matched the title alone (the index says the text lacks it): no reading of 2 MB for it.
+    row = coll.catalog.get("file:///home/u/long-start.txt")
+    assert row is not None and row.blob
+    maker = Snippets("keeper")
+    snippet, spans = maker.make(coll.catalog.open_text(row.blob), present=set())
+    assert maker.work.read <= CHUNK and spans == [] and snippet.startswith("The quokka census")
