@@ -25,7 +25,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -70,28 +69,39 @@ def summary(xs: list[float]) -> dict[str, float]:
 class Variant:
     """One deskdex tree with its own home (its daemon, when up)."""
 
-    def __init__(self, name: str, pythonpath: str, home: str) -> None:
+    def __init__(self, name: str, pythonpath: str, home: str, corpus: str) -> None:
         self.name, self.home = name, home
+        # The daemon watches the corpus, as a user's watches the folders indexed (with no folder
+        # set it would walk the home folder).
+        Path(home, "config").mkdir(parents=True, exist_ok=True)
+        Path(home, "config", "config.toml").write_text(f"folders = [{json.dumps(corpus)}]\n")
         self.env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "DESKDEX_HOME")}
         if pythonpath:
             self.env["PYTHONPATH"] = pythonpath
         self.daemon: subprocess.Popen[bytes] | None = None
 
     def search_cmd(self, query: str) -> list[str]:
-        return [DESKDEX, "--home", self.home, "search", "--", query]
+        # As typed: `--` only before a query that starts with `-`.
+        return [DESKDEX, "--home", self.home, "search", *(["--"] if query.startswith("-") else []), query]
 
     def start(self) -> None:
         self.daemon = subprocess.Popen([DESKDEX, "--home", self.home, "daemon"], env=self.env,
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            path = _socket_of(self.home)
-            if path and _answers(path):
-                return
+        from deskdex.clients.client import call
+        from deskdex.errors import DaemonUnavailable
+
+        path = _socket_of(self.home)
+        deadline = time.monotonic() + 1800
+        while time.monotonic() < deadline:  # until it answers, and has looked at the corpus again
             if self.daemon.poll() is not None:
                 raise RuntimeError(f"the daemon of {self.name} ended with {self.daemon.returncode}")
-            time.sleep(0.2)
-        raise RuntimeError(f"the daemon of {self.name} did not answer within 120 s")
+            try:
+                if call(path, "status")["state"] == "idle":
+                    return
+            except DaemonUnavailable:
+                pass
+            time.sleep(1)
+        raise RuntimeError(f"the daemon of {self.name} was not idle within 30 minutes")
 
     def stop(self) -> None:
         if self.daemon is None:
@@ -105,20 +115,10 @@ class Variant:
         self.daemon = None
 
 
-def _socket_of(home: str) -> str | None:
+def _socket_of(home: str) -> str:
     from deskdex.paths import Home
 
     return Home.resolve(home).socket
-
-
-def _answers(path: str) -> bool:
-    try:
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(1)
-            s.connect(path)
-        return True
-    except OSError:
-        return False
 
 
 def run(cmd: list[str], env: dict[str, str]) -> float:
@@ -175,7 +175,7 @@ def main() -> None:
             vhome = os.path.join(work, "home-" + name)
             shutil.copytree(os.path.join(home, "data"), os.path.join(vhome, "data"),
                             ignore=shutil.ignore_patterns("*.lock"))
-        variants.append(Variant(name, pythonpath, vhome))
+        variants.append(Variant(name, pythonpath, vhome, args.corpus))
     recoll_env = {**os.environ, "PATH": "/usr/bin:/bin:" + os.environ.get("PATH", "")}
     if args.recoll_conf and not Path(args.recoll_conf, "xapiandb").is_dir():
         sys.path.insert(0, str(HERE))
@@ -234,7 +234,7 @@ def main() -> None:
         print(f"  {key:32} " + ", ".join(f"{k} {v}" for k, v in row["median_ms_by_kind"].items()))
     results = {"queries": len(queries), "runs": args.runs, "cpus": os.cpu_count(), "load_average": load,
                "variants": {v.name: (dict(specs)[v.name] or "installed") for v in variants},
-               "command": "deskdex --home HOME search -- QUERY (snippets on, default limit 10)",
+               "command": "deskdex --home HOME search QUERY (snippets on, default limit 10)",
                "recoll_command": "recollq -c CONF -n 0-10 -A QUERY" if args.recoll_conf else None,
                "results": table}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
