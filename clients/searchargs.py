@@ -95,6 +95,12 @@ def parse_fast(argv: list[str]) -> dict[str, Any] | None:
                 return None
             seen_command = True
             continue
+        if arg == "--":  # the words follow, even those starting with -: how a query is passed safely
+            rest = argv[i:]
+            if words or not rest or "--" in rest:
+                return None
+            words = rest
+            break
         if arg.startswith("-"):
             option = BY_FLAG.get(name)
             if option is None or (option.kind == "flag" and eq):

@@ -22,19 +22,22 @@ from typing import TYPE_CHECKING, AbstractSet, Callable, Concatenate, Iterable, 
 
 import tantivy
 
-from deskdex.converters import tagged
 from deskdex.converters.detect import compound_extension, extension
 from deskdex.converters.document import Document
 from deskdex.errors import IndexBusy, IndexMissing, StoreError, StoreUnwritable
 
 from . import fulltext
 from .checksums import bytes_checksum, text_checksum
-from .duplicates import DEFAULT_K, DEFAULT_MIN_SIMILARITY, DuplicateIndex, Features
 from .store import Catalog, Row
 from .storeerrors import translated
 
 if TYPE_CHECKING:
     from deskdex.settings import Config
+
+    from .duplicates import Features
+
+# Imported where used: duplicates (numpy) and tagged text (lxml) by writers and `document()`
+# alone; a search without a daemon loads neither (docs/search.md, "How fast").
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +127,8 @@ class Collection:
             self.catalog.commit()
             self._replay_pending()
             self.catalog.begin()
+            from .duplicates import DEFAULT_K, DEFAULT_MIN_SIMILARITY, DuplicateIndex
+
             dup_k, dup_min_similarity = self._dup_params
             self.dups = DuplicateIndex(self.catalog.db, dup_k or DEFAULT_K,
                                        dup_min_similarity if dup_min_similarity is not None else DEFAULT_MIN_SIMILARITY)
@@ -255,6 +260,8 @@ class Collection:
         data = self.catalog.get_text(row.blob) if row.blob else None
         if data is None:
             return None
+        from deskdex.converters import tagged
+
         doc = tagged.loads(data)
         doc.uri = row.uri
         return doc
@@ -274,6 +281,8 @@ class Collection:
         assert self.writable, "collection opened read-only"
         if doc is not None:
             # The stored text leaves the URI out, so identical files share one stored text.
+            from deskdex.converters import tagged
+
             uri, doc.uri = doc.uri, ""
             data = tagged.dumps(doc).encode("utf-8")
             doc.uri = uri
@@ -408,6 +417,8 @@ class Collection:
     def near(self, doc: Document) -> list[tuple[Row, float]]:
         """The stored exact and near-duplicates of ``doc`` (which need not be stored itself) with
         their similarity, most similar first. Works on a read-only collection too."""
+        from .duplicates import DuplicateIndex
+
         dups = self.dups if self.writable else DuplicateIndex.read_only(self.catalog.db)
         if dups is None:
             return []

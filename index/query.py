@@ -230,7 +230,7 @@ class Parser:
                  else tantivy.Query.phrase_query(self.schema, f, [*analyzer_terms]))  # a list of str | (pos, str)
             options.append(self._weigh(q, fulltext.FIELD_BOOSTS.get(f, 1.0)))
         for run in fulltext.CJK.findall(text):
-            cjk = _cjk(self.schema, run)
+            cjk = cjk_query(self.schema, run)
             options.append(tantivy.Query.const_score_query(cjk, 1.0) if self.constant else cjk)
         if not options:
             raise QueryError(f"{text!r} at position {pos} has no searchable word", pos)
@@ -380,7 +380,8 @@ def _before(p: Parser, v: str, pos: int) -> tantivy.Query:
     return p._range("mtime", None, _epoch(p, v, pos) - 1)
 
 
-def _cjk(schema: tantivy.Schema, run: str) -> tantivy.Query:
+def cjk_query(schema: tantivy.Schema, run: str) -> tantivy.Query:
+    """A run of CJK characters: a phrase of its bigrams (one character: itself)."""
     if len(run) == 1:
         return tantivy.Query.term_query(schema, "cjk1", run)
     grams: list[str | tuple[int, str]] = [run[i:i + 2] for i in range(len(run) - 1)]  # phrase_query's words

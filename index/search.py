@@ -7,19 +7,19 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import tantivy
 
-from deskdex.converters import tagged
 from deskdex.errors import BadArgs, QueryError
 from deskdex.protocol import MAX_LIMIT
 
-from . import fulltext
 from . import query as query_language
 from .access import EVERYONE
 from .collection import Collection
 from .readable import ReadableClusters
+from .snippets import Snippets, Term
 
 if TYPE_CHECKING:
     from deskdex.protocol import SearchHit, SearchResults
@@ -77,11 +77,11 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
     searcher = coll.index.searcher()
     if readable is not None:
         picked, total = _reader_hits(searcher, q, sort, offset + limit, collapse, readable)
-        return _results(coll, searcher, q, picked[offset:offset + limit], total, sort, snippets, readable)
+        return _results(coll, searcher, query, picked[offset:offset + limit], total, sort, snippets, readable)
     if not collapse:
         # limit 0 panics inside tantivy (a BaseException): always ask for at least one hit.
         result = searcher.search(q, max(1, limit), count=True, offset=offset, order_by_field=SORTS[sort])
-        return _results(coll, searcher, q, result.hits[:limit], result.count or 0,  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
+        return _results(coll, searcher, query, result.hits[:limit], result.count or 0,  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
                         sort, snippets, None)
     window = (offset + limit) * 3 + 20
     while True:
@@ -93,7 +93,7 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
         # (each hit looked at is a document read).
         window = min(window * 4, MAX_WINDOW)
     total = result.count or 0  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
-    return _results(coll, searcher, q, picked[offset:offset + limit], total, sort, snippets, None)
+    return _results(coll, searcher, query, picked[offset:offset + limit], total, sort, snippets, None)
 
 
 def _collapse(searcher: tantivy.Searcher, hits: list[Any], sort: str) -> list[Any]:
@@ -166,16 +166,18 @@ def _collapse_readable(searcher: tantivy.Searcher, hits: Iterable[Any], need: in
     return out
 
 
-def _results(coll: Collection, searcher: tantivy.Searcher, q: tantivy.Query, hits: list[Any], total: int,
+def _results(coll: Collection, searcher: tantivy.Searcher, query: str, hits: list[Any], total: int,
              sort: str, snippets: bool, readable: ReadableClusters | None) -> SearchResults:
     """Hits with their stored fields, snippets and duplicate counts (``readable``: a reader's)."""
     docs = [(score, searcher.doc(address).to_dict()) for score, address in hits]
-    texts = [_text(coll, _one(d, "blob")) for _, d in docs] if snippets else []
-    gen = _snippet_generator(searcher if readable is None else _page_searcher(texts), q, coll.index.schema) \
-        if snippets and docs else None
+    maker = Snippets(query) if snippets and docs else None
+    present = _present(searcher, coll.index.schema, maker, [_one(d, "uri") for _, d in docs],
+                       [address for _, address in hits]) if maker else []
     out: list[SearchHit] = []
     for i, (score, d) in enumerate(docs):
-        snippet, highlights = _snippet(gen, texts[i]) if gen is not None else ("", None)
+        blob = _one(d, "blob")
+        snippet, highlights = maker.make(coll.catalog.open_text(blob) if blob else None,
+                                         present[i]) if maker else ("", None)
         cluster = int(_one(d, "cluster", 0))
         duplicates = 0
         if readable is not None:
@@ -193,49 +195,40 @@ def _results(coll: Collection, searcher: tantivy.Searcher, q: tantivy.Query, hit
     return {"total": total, "hits": out}
 
 
+def _present(searcher: tantivy.Searcher, schema: tantivy.Schema, maker: Snippets, uris: list[str],
+             addresses: list[Any]) -> list[set[int]]:
+    """For each hit, the terms of the snippets' query its text holds (its body or boilerplate:
+    what the stored text has), asked of the index, one search per term over the hits shown: a
+    word that matched the title or the path alone is not looked for in the text."""
+    page = tantivy.Query.term_set_query(schema, "uri", uris)
+    where = {(a.segment_ord, a.doc): i for i, a in enumerate(addresses)}
+    out: list[set[int]] = [set() for _ in uris]
+    for k, term in enumerate(maker.terms):
+        q = tantivy.Query.boolean_query([(tantivy.Occur.Must, page), (tantivy.Occur.Must, _term_query(schema, term))])
+        for _, a in searcher.search(q, len(uris)).hits:
+            if (a.segment_ord, a.doc) in where:
+                out[where[a.segment_ord, a.doc]].add(k)
+    return out
+
+
+def _term_query(schema: tantivy.Schema, term: Term) -> tantivy.Query:
+    """Where ``term`` is in a document's text, as index/query.py searches for it."""
+    if term.kind == "cjk":
+        return query_language.cjk_query(schema, term.keys[0])
+    options = []
+    for field in ("body", "boiler"):
+        if term.kind == "word":
+            q = tantivy.Query.term_query(schema, field, term.keys[0])
+        elif term.kind == "phrase":
+            q = tantivy.Query.phrase_query(schema, field, list(term.keys))
+        elif term.kind == "prefix":
+            q = tantivy.Query.regex_query(schema, field, re.escape(term.keys[0]) + ".*")
+        else:
+            q = tantivy.Query.fuzzy_term_query(schema, field, term.keys[0], term.distance, True, False)
+        options.append((tantivy.Occur.Should, q))
+    return tantivy.Query.boolean_query(options)
+
+
 def _one(d: dict[str, list[Any]], key: str, default: Any = "") -> Any:
     v = d.get(key)
     return v[0] if v else default
-
-
-def _text(coll: Collection, blob: str) -> str:
-    """The plain text of a stored text, for its snippet."""
-    data = coll.catalog.get_text(blob) if blob else None
-    return tagged.plain_text(data) if data else ""
-
-
-def _snippet_generator(searcher: tantivy.Searcher, q: tantivy.Query, schema: tantivy.Schema) -> tantivy.SnippetGenerator:
-    gen = tantivy.SnippetGenerator.create(searcher, q, schema, "body")
-    gen.set_max_num_chars(200)
-    return gen
-
-
-def _page_searcher(texts: list[str]) -> tantivy.Searcher:
-    """A searcher over the texts of the hits shown alone, in memory. tantivy weighs each query word
-    of a snippet by how many documents of the searcher's index hold it: over the whole index,
-    which passage a reader is shown would tell how common a word is in others' documents."""
-    page = tantivy.Index(fulltext.build_schema())
-    for name, analyzer in fulltext.ANALYZERS.items():
-        page.register_tokenizer(name, analyzer)
-    writer = page.writer(heap_size=15_000_000, num_threads=1)
-    for text in texts:
-        writer.add_document(tantivy.Document(body=text))
-    writer.commit()
-    writer.wait_merging_threads()  # ends the writer's threads
-    page.reload()
-    return page.searcher()
-
-
-def _snippet(gen: tantivy.SnippetGenerator, text: str) -> tuple[str, list[list[int]]]:
-    if not text:
-        return "", []
-    sn = gen.snippet_from_doc(tantivy.Document(body=text))
-    fragment = sn.fragment()
-    if not fragment:
-        lines = [ln for ln in text.split("\n") if ln.strip()] or [text]
-        return " ".join(" ".join(lines).split())[:200], []
-    raw = fragment.encode("utf-8")
-    # tantivy gives UTF-8 byte offsets; callers want character offsets.
-    spans = [[len(raw[: h.start].decode("utf-8", "ignore")), len(raw[: h.end].decode("utf-8", "ignore"))]
-             for h in sn.highlighted()]
-    return fragment, spans

@@ -20,7 +20,7 @@ import os
 import sqlite3
 import time
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Concatenate, Iterable, Iterator, ParamSpec, TypeVar
+from typing import IO, Any, Callable, Concatenate, Iterable, Iterator, ParamSpec, TypeVar
 
 import zstandard
 
@@ -353,6 +353,13 @@ class Catalog:
     def get_text(self, key: str) -> bytes | None:
         r = self.db.execute("SELECT data FROM texts WHERE key=?", (key,)).fetchone()
         return self._zd.decompress(r[0]) if r else None
+
+    def open_text(self, key: str) -> IO[bytes] | None:
+        """The tagged text ``key`` as a stream, decompressed as it is read: a snippet reads no
+        further than its matches (index/snippets.py). One decompressor per stream, so that
+        searches on several threads share none."""
+        r = self.db.execute("SELECT data FROM texts WHERE key=?", (key,)).fetchone()
+        return zstandard.ZstdDecompressor().stream_reader(r[0]) if r else None
 
     def collect_garbage(self) -> int:
         """Drop texts no document refers to any more (indexes must not only grow)."""

@@ -89,16 +89,22 @@ def test_what_the_fast_path_does_not_take_runs_the_full_command(daemon: DaemonPr
     assert "deskdex.clients.cli" in loaded
 
 
-def test_without_a_daemon_the_full_command_searches(tmp_path: Path):
+def test_without_a_daemon_the_index_is_read_without_the_full_command(tmp_path: Path):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.txt").write_text("lighthouse keeper's log\n")
     home = tmp_path / "home"
     p, _ = run(["index", str(docs)], home, fast=True)
     assert p.returncode == 0, p.stderr
-    p, loaded = run(["search", "lighthouse", "--paths"], home, fast=True)
-    assert p.returncode == 0 and p.stdout == f"{docs / 'a.txt'}\n"
-    assert "deskdex.clients.cli" in loaded
+    for args in (["search", "lighthouse", "--paths"], ["search", "lighthouse"], ["search", "--", "keeper"]):
+        fast, loaded = run(args, home, fast=True)
+        full, _ = run(args, home, fast=False)
+        assert fast.returncode == full.returncode == 0 and fast.stdout == full.stdout, fast.stderr + full.stderr
+        assert "deskdex.index" in loaded and "deskdex.clients.cli" not in loaded and "argparse" not in loaded
+    assert "lighthouse [keeper]'s log" in fast.stdout  # the snippet, its match marked
+    # No index here: the full command line says so (and would ask a system daemon).
+    p, loaded = run(["search", "lighthouse"], tmp_path / "empty", fast=True)
+    assert p.returncode != 0 and "deskdex.clients.cli" in loaded and "Traceback" not in p.stderr
 
 
 WORDS = ["tomato", "soup", "-x", "--", "--all", "--json", "--paths", "--open", "1", "--limit", "3", "--limit=0",
