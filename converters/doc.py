@@ -18,7 +18,7 @@ import re
 from . import helpers
 from .document import Document
 from deskdex.errors import CorruptFile, HelperMissing
-from .ole import open_ole, properties, refuse_encrypted
+from .ole import checked_properties
 from .registry import Need
 from .source import Source
 
@@ -32,14 +32,7 @@ _BULLET = re.compile(r"^[•·●○▪■□◦–-]\s+")
 
 def convert(source: Source, mime: str) -> Document:
     data = source.read()
-    ole = open_ole(data, "Word document")
-    try:
-        if not ole.exists("WordDocument"):
-            raise CorruptFile("not a Word document: no WordDocument stream")
-        props = properties(ole)
-    finally:
-        ole.close()
-    refuse_encrypted(data, "Word document")
+    props = checked_properties(data, "WordDocument", "Word document")
     text = _text(source)
     doc = Document(uri=source.uri, mime=mime)
     title = props.pop("title", "")

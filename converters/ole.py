@@ -140,6 +140,20 @@ def _codec(codepage: int | None) -> str | None:
         return None
 
 
+def checked_properties(data: bytes, stream: str, what: str) -> dict[str, str]:
+    """The document properties of an Office 97-2003 file that must hold ``stream`` (CorruptFile
+    without it), after refusing it as Encrypted when it has a password."""
+    ole = open_ole(data, what)
+    try:
+        if not ole.exists(stream):
+            raise CorruptFile(f"not a {what}: no '{stream}' stream")
+        props = properties(ole)
+    finally:
+        ole.close()
+    refuse_encrypted(data, what)
+    return props
+
+
 def refuse_encrypted(data: bytes, what: str) -> None:
     """Encrypted when msoffcrypto-tool finds a password on the Word, Excel or PowerPoint file;
     damage it cannot parse is left to the converter's own reader."""

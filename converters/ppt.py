@@ -15,8 +15,7 @@ from __future__ import annotations
 from . import helpers
 from .doc import add_lines
 from .document import Document
-from deskdex.errors import CorruptFile
-from .ole import open_ole, properties, refuse_encrypted
+from .ole import checked_properties
 from .registry import Need
 from .source import Source
 
@@ -25,14 +24,7 @@ CATPPT = Need(("catppt",), "apt-get install catdoc")
 
 def convert(source: Source, mime: str) -> Document:
     data = source.read()
-    ole = open_ole(data, "PowerPoint file")
-    try:
-        if not ole.exists("PowerPoint Document"):
-            raise CorruptFile("not a PowerPoint file: no 'PowerPoint Document' stream")
-        props = properties(ole)
-    finally:
-        ole.close()
-    refuse_encrypted(data, "PowerPoint file")
+    props = checked_properties(data, "PowerPoint Document", "PowerPoint file")
     text = helpers.run(CATPPT, ["-d", "utf-8", "{}"], source, suffix=".ppt").decode("utf-8", "replace")
     doc = Document(uri=source.uri, mime=mime)
     title = props.pop("title", "")
