@@ -127,3 +127,23 @@ def test_malformed_queries_say_what_and_where(coll, query, position, words):
         search(coll, query)
     assert words in str(err.value)
     assert err.value.position == position
+
+
+def test_the_word_being_typed_also_matches_as_a_prefix(coll):
+    """Search as you type (the tray): the last word, while it is typed, finds the words it starts;
+    the whole word still finds its other forms (stemmed); what is not a word being typed is left
+    to the query language as typed."""
+    from deskdex.index.as_you_type import prefix_last_word as typed
+
+    assert names(coll, "quic") == []
+    assert names(coll, typed("quic")) == ["fox.docx", "report.pdf", "search.html"]  # quick, quickly
+    assert names(coll, typed("revenue qui")) == ["report.pdf"]
+    assert names(coll, typed("searched")) == ["search.html"]  # `searched*` alone finds nothing
+    assert names(coll, typed("Caf")) == ["cafe.txt"]
+    assert names(coll, typed("title:ann")) == ["report.pdf"]
+    assert names(coll, typed("path:oth")) == ["fox.docx", "tokyo.txt"]
+    for as_typed in ("quic ", '"quick bro', '"quick brown"', "fox -rev", "fox NOT rev", "ext:pd", "in:/home/u/do",
+                     "index*", "serch~", "東京", "q", "fox OR", "(fox quic)", "e-ma", "+qui"):
+        assert typed(as_typed) == as_typed
+    with pytest.raises(QueryError, match="unclosed quote"):  # the language's own error, as typed
+        search(coll, typed('"quick bro'))

@@ -333,6 +333,152 @@ def test_search_as_you_type(tray: Any, corpus: Corpus) -> None:
     assert w.results.topLevelItemCount() == 0
 
 
+WINDS = 60  # documents with the word zephyr: more than one page of results (search_window.LIMIT)
+
+
+@pytest.fixture
+def winds(home: Path, tmp_path: Path) -> Iterator[tuple[DaemonProcess, list[Path]]]:
+    """A daemon watching WINDS documents about the zephyr and one about something else, each
+    made of its own made-up words, so that no two are near-duplicates folded into one result."""
+    import random
+
+    folder = tmp_path / "winds"
+    folder.mkdir()
+    rng = random.Random(17)
+    paths = []
+    for n in range(WINDS):
+        words = ["".join(rng.choice("bcdfghklmnprstvw") + rng.choice("aeiou") for _ in range(3)) for _ in range(40)]
+        path = folder / f"wind-{n:02d}.txt"
+        path.write_text(f"Wind {n}\n\n{' '.join(words[:20])} zephyr {' '.join(words[20:])}\n")
+        paths.append(path)
+    (folder / "calm.txt").write_text("Calm\n\nnot a breath of air on the lake today\n")
+    d = DaemonProcess(home, [folder])
+    d.start()
+    try:
+        d.wait_for(lambda st: st["documents"] == WINDS + 1, what="every document indexed")
+        yield d, paths
+    finally:
+        d.stop()
+
+
+def test_typing_a_prefix_paging_and_the_context_menu(qapp: Any, winds: tuple[DaemonProcess, list[Path]]) -> None:
+    """`zep` finds the documents with `zephyr` while it is typed; the first LIMIT show and "More
+    results" the rest; a result's context menu opens it, opens its folder and copies its path."""
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QApplication
+
+    from deskdex.clients.tray.app import TrayApp
+    from deskdex.clients.tray.search_window import LIMIT, PATH_ROLE
+
+    daemon, paths = winds
+    assert daemon.call("search", query="zep")["total"] == 0  # the query language matches whole words
+    t = TrayApp(daemon.socket, poll_ms=3_600_000)
+    t.start()
+    try:
+        w = t.search_window
+        opened: list[str] = []
+        w.opener = opened.append
+        t.search_action.trigger()
+        QTest.keyClicks(w.box, "zep")
+        wait_for(lambda: w.results.topLevelItemCount() == LIMIT, "the first page")
+        assert LIMIT < WINDS
+        assert w.info.text() == f"{WINDS} results, first {LIMIT} shown", w.info.text()
+        assert w.more_button.isVisible() and w.more_button.isEnabled()
+        w.more_button.click()
+        wait_for(lambda: w.results.topLevelItemCount() == WINDS, "the second page")
+        shown = [w.results.topLevelItem(i).data(0, PATH_ROLE) for i in range(WINDS)]
+        assert sorted(shown) == sorted(map(str, paths))  # each once: the pages do not overlap
+        assert not w.more_button.isVisible()
+        assert w.info.text() == f"{WINDS} results", w.info.text()
+
+        QTest.keyClicks(w.box, "hyr ")  # a whole word, ended: as the query language reads it
+        wait_for(lambda: w.results.topLevelItemCount() == LIMIT, "the first page of the search for zephyr")
+        assert w.more_button.isVisible() and w.info.text() == f"{WINDS} results, first {LIMIT} shown"
+
+        item = w.results.topLevelItem(3)
+        path = item.data(0, PATH_ROLE)
+        w.results.scrollToItem(item)
+        w.results.customContextMenuRequested.emit(w.results.visualItemRect(item).center())
+        menu = w.menu
+        assert menu is not None
+        wait_for(menu.isVisible, "the context menu")
+        assert w.results.currentItem() is item
+        actions = {a.text(): a for a in menu.actions()}
+        assert list(actions) == ["Open", "Open containing folder", "Copy path"]
+        QApplication.clipboard().clear()
+        actions["Copy path"].trigger()
+        assert QApplication.clipboard().text() == path
+        actions["Open"].trigger()
+        actions["Open containing folder"].trigger()
+        assert opened == [path, os.path.dirname(path)]
+        menu.hide()
+    finally:
+        t.close()
+
+
+def test_without_a_daemon_the_window_reads_the_index(qapp: Any, home: Path, daemon: DaemonProcess,
+                                                      corpus: Corpus) -> None:
+    """The daemon stopped, a search still finds what it indexed, read from the index as `deskdex
+    search` does, and the window says so; expanding a hit lists its copies from the index too."""
+    from PySide6.QtTest import QTest
+
+    from deskdex.clients.tray.app import TrayApp
+    from deskdex.clients.tray.search_window import NO_DAEMON, PATH_ROLE
+    from deskdex.paths import Home
+
+    daemon.stop()
+    t = TrayApp(daemon.socket, poll_ms=150, data_dir=Home.resolve(str(home)).data_dir)
+    t.start()
+    try:
+        wait_for(lambda: t.state_action.text().startswith("Error"), "the tray's error state")
+        w = t.search_window
+        t.search_action.trigger()
+        QTest.keyClicks(w.box, "budg")
+        wait_for(lambda: w.results.topLevelItemCount() == 2, "two results")
+        assert w.info.text() == f"4 results ({NO_DAEMON})", w.info.text()
+        shown = {w.results.topLevelItem(i).data(0, PATH_ROLE): w.results.topLevelItem(i) for i in range(2)}
+        assert set(shown) == {str(corpus.budget), str(corpus.notes)}
+        first = shown[str(corpus.budget)]
+        first.setExpanded(True)
+        wait_for(lambda: first.childCount() == 2, "the copies of the budget, from the index")
+        assert sorted(first.child(i).text(0) for i in range(2)) == sorted(map(str, corpus.copies))
+        print("screenshot:", screenshot("search-window-no-daemon.png", w))
+    finally:
+        t.close()
+
+    # No daemon and no index: the window says the daemon is not running, as before.
+    t = TrayApp(daemon.socket, poll_ms=3_600_000, data_dir=str(home / "nothing"))
+    t.start()
+    try:
+        QTest.keyClicks(t.search_window.box, "budget")
+        wait_for(lambda: "not running" in t.search_window.info.text(), "the error")
+    finally:
+        t.close()
+
+
+def test_add_folder_starts_at_home(qapp: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The folder picker opens in the user's home, not in the folder the tray was started from."""
+    from deskdex.clients.tray.caller import Caller
+    from deskdex.clients.tray.folders_window import FoldersWindow
+
+    ada = tmp_path / "ada"
+    ada.mkdir()
+    monkeypatch.setenv("HOME", str(ada))
+    assert Path.cwd() != ada
+    w = FoldersWindow(Caller(str(tmp_path / "nothing.sock")), native_dialog=False)
+    try:
+        w.add_button.click()
+        dlg = w.dialog
+        assert dlg is not None and dlg.isVisible()
+        assert dlg.directory().absolutePath() == str(ada)
+        dlg.reject()
+        assert w.dialog is None
+    finally:
+        w.close()
+        w.caller.close()
+        w.deleteLater()
+
+
 def test_pause_and_resume_from_the_menu(tray: Any, daemon: DaemonProcess, corpus: Corpus) -> None:
     assert tray.menu.actions()[2:4] == [tray.search_action, tray.pause_action]
     st = daemon.call("status")

@@ -1,5 +1,6 @@
 """``deskdex tray``: a system-tray icon with a search window and a watched-folders window, talking to the
-daemon only through its socket. Qt (PySide6) comes with the optional extra ``deskdex[tray]``; nothing in
+daemon through its socket (searches read the home's index directly when no daemon answers, as
+``deskdex search`` does). Qt (PySide6) comes with the optional extra ``deskdex[tray]``; nothing in
 this module imports it, so the daemon and the CLI stay light and ``--help`` works without it."""
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
     s = subparsers.add_parser(
         "tray", parents=[common_parent], help="a tray icon with search and folder windows (extra: deskdex[tray])",
         description="Show deskdex in the system tray: its state in the icon, a search window that searches as "
-                    "you type, and the watched folders. Talks to a running `deskdex daemon`.")
+                    "you type, and the watched folders. Talks to a running `deskdex daemon`; with none, "
+                    "searches read the index directly.")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--install-autostart", action="store_true", help="start the tray at login, then exit")
     g.add_argument("--uninstall-autostart", action="store_true", help="stop starting the tray at login, then exit")
@@ -47,4 +49,5 @@ def cmd_tray(args: argparse.Namespace) -> int:
         return 1
     from .app import run
 
-    return run(Home.resolve(home).socket)
+    h = Home.resolve(home)
+    return run(h.socket, h.data_dir)

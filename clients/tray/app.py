@@ -19,6 +19,7 @@ from deskdex.errors import DeskdexError
 from . import icons
 from .caller import Caller
 from .folders_window import FoldersWindow
+from .offline import IndexReader
 from .search_window import SearchWindow
 
 logger = logging.getLogger(__name__)
@@ -41,9 +42,13 @@ def progress(status: dict[str, Any]) -> float | None:
 
 
 class TrayApp(QObject):
-    def __init__(self, socket_path: str, poll_ms: int = POLL_MS, parent: QObject | None = None) -> None:
+    """The tray of the daemon at ``socket_path``; with ``data_dir`` (the home's data folder), searches
+    read the index there when no daemon answers."""
+
+    def __init__(self, socket_path: str, poll_ms: int = POLL_MS, parent: QObject | None = None,
+                 data_dir: str | None = None) -> None:
         super().__init__(parent)
-        self.caller = Caller(socket_path, self)
+        self.caller = Caller(socket_path, self, fallback=IndexReader(data_dir) if data_dir else None)
         self.search_window = SearchWindow(self.caller)
         self.folders_window = FoldersWindow(self.caller)
         self.status: dict[str, Any] = {}
@@ -149,12 +154,13 @@ def _raise(w: QWidget) -> None:
     w.activateWindow()
 
 
-def run(socket_path: str) -> int:
-    """The ``deskdex tray`` process: the icon until Quit (or the search window, where there is no tray)."""
+def run(socket_path: str, data_dir: str | None = None) -> int:
+    """The ``deskdex tray`` process: the icon until Quit (or the search window, where there is no tray).
+    ``data_dir``: the index searched when no daemon answers."""
     existing = QApplication.instance()  # typed as the QCoreApplication it may be; ours is a QApplication
     app = existing if isinstance(existing, QApplication) else QApplication(["deskdex"])
     app.setApplicationName("deskdex")
-    tray = TrayApp(socket_path)
+    tray = TrayApp(socket_path, data_dir=data_dir)
     if QSystemTrayIcon.isSystemTrayAvailable():
         app.setQuitOnLastWindowClosed(False)  # closing a window must not end the tray
     else:

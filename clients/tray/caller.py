@@ -2,7 +2,10 @@
 
 Each request runs :func:`deskdex.clients.client.call` in a small thread pool; its outcome (a result, or the
 deskdex.errors exception the daemon's error code stands for, ``DaemonUnavailable`` when no daemon answers)
-comes back to the UI thread through a queued Qt signal, and the callback given with the request runs there."""
+comes back to the UI thread through a queued Qt signal, and the callback given with the request runs there.
+
+With a ``fallback`` (an :class:`~.offline.IndexReader`), the ops it reads (search) are answered from the
+index when no daemon answers, in the same worker thread."""
 
 from __future__ import annotations
 
@@ -12,9 +15,10 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
-from deskdex.errors import DaemonError, DeskdexError
+from deskdex.errors import DaemonError, DaemonUnavailable, DeskdexError
 
 from .. import client
+from .offline import IndexReader
 
 logger = logging.getLogger(__name__)
 
@@ -29,9 +33,9 @@ class Caller(QObject):
 
     finished = Signal(int, object, object)  # ticket, result or None, DeskdexError or None
 
-    def __init__(self, socket_path: str, parent: QObject | None = None) -> None:
+    def __init__(self, socket_path: str, parent: QObject | None = None, fallback: IndexReader | None = None) -> None:
         super().__init__(parent)
-        self.socket_path = socket_path
+        self.socket_path, self.fallback = socket_path, fallback
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(2)  # a search and a status poll at once; more buys nothing
         self._tickets = itertools.count(1)
@@ -67,7 +71,7 @@ class _Job(QRunnable):
 
     def run(self) -> None:
         try:
-            result = client.call(self.caller.socket_path, self.op, timeout=TIMEOUT, **self.args) or {}
+            result = self._call()
         except DeskdexError as exc:
             self.caller.finished.emit(self.ticket, None, exc)
         except Exception as exc:  # a bug here must reach the UI as an error, not kill the pool thread
@@ -75,3 +79,12 @@ class _Job(QRunnable):
             self.caller.finished.emit(self.ticket, None, DaemonError(f"{type(exc).__name__}: {exc}"))
         else:
             self.caller.finished.emit(self.ticket, result, None)
+
+    def _call(self) -> dict[str, Any]:
+        try:
+            return client.call(self.caller.socket_path, self.op, timeout=TIMEOUT, **self.args) or {}
+        except DaemonUnavailable as exc:
+            fallback = self.caller.fallback
+            if fallback is None or not fallback.answers(self.op):
+                raise
+            return fallback.call(self.op, self.args, exc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import logging
+from pathlib import Path
 from typing import Any, Callable
 
 from PySide6.QtCore import Qt
@@ -86,7 +87,9 @@ class FoldersWindow(QWidget):
     # -- folders
     def pick_folder(self) -> None:
         """Open the folder picker without blocking; the chosen folder is added when the user accepts."""
-        dlg = QFileDialog(self, "Watch a folder")
+        # At home, where people keep what they want indexed; without a directory Qt starts in the
+        # process's current folder, which for a tray started at login is wherever that happened to be.
+        dlg = QFileDialog(self, "Watch a folder", str(Path.home()))
         dlg.setFileMode(QFileDialog.FileMode.Directory)
         dlg.setOption(QFileDialog.Option.ShowDirsOnly)
         dlg.setOption(QFileDialog.Option.DontUseNativeDialog, not self.native_dialog)

@@ -1,6 +1,11 @@
 """The search window: a box that searches as you type, results with title, path, date and a snippet with
 the matched words in bold, and the number of near-duplicates it stands for, expandable to their paths.
 
+As you type, the word at the end also matches as a prefix (``zep`` finds ``zephyr``: index/as_you_type.py).
+The first ``LIMIT`` results show, and "More results" adds the next ``LIMIT`` each time. A result's context
+menu opens it, opens its folder or copies its path. With no daemon, searches read the index directly
+(offline.py) and the window says so.
+
 Keys: Enter opens the selected result (the first if none is), Ctrl+Enter opens its folder, Down moves from
 the box to the results, Escape hides the window."""
 
@@ -12,16 +17,19 @@ import os
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QSize, Qt, QTimer, QUrl
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QPoint, QSize, Qt, QTimer, QUrl
 from PySide6.QtGui import (QAbstractTextDocumentLayout, QDesktopServices, QKeyEvent, QPainter, QPalette,
                            QShowEvent, QTextDocument)
-from PySide6.QtWidgets import (QAbstractItemView, QApplication, QLabel, QLineEdit, QStyle, QStyledItemDelegate,
-                               QStyleOptionViewItem, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QApplication, QLabel, QLineEdit, QMenu, QPushButton, QStyle,
+                               QStyledItemDelegate, QStyleOptionViewItem, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
+                               QWidget)
 
 from deskdex.errors import DeskdexError
+from deskdex.index.as_you_type import prefix_last_word
 
 from ..render import terminal_safe
 from .caller import Caller
+from .offline import FROM_INDEX
 
 if TYPE_CHECKING:
     from deskdex.protocol import SearchHit
@@ -29,7 +37,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DEBOUNCE_MS = 200  # long enough to skip the keystrokes of a word typed fast, short enough to feel instant
-LIMIT = 50
+LIMIT = 50  # results a search shows at first, and "More results" adds each time
+NO_DAEMON = "no daemon is running: read from the index directly"
 HIT_ROLE = Qt.ItemDataRole.UserRole + 1   # the hit as the daemon sent it (top-level items)
 HTML_ROLE = Qt.ItemDataRole.UserRole + 2  # what the delegate paints
 PATH_ROLE = Qt.ItemDataRole.UserRole + 3  # the file Enter opens (copies too)
@@ -39,6 +48,14 @@ def open_path(path: str) -> None:
     """Open a file or folder with the desktop's default application."""
     if not QDesktopServices.openUrl(QUrl.fromLocalFile(path)):
         logger.warning("no application opened %s", path)
+
+
+def copy_path(path: str) -> None:
+    """Put ``path`` on the clipboard (and, on X11, the selection that a middle click pastes)."""
+    clipboard = QApplication.clipboard()
+    clipboard.setText(path)
+    if clipboard.supportsSelection():
+        clipboard.setText(path, clipboard.Mode.Selection)
 
 
 def snippet_html(snippet: str, spans: list[list[int]] | None) -> str:
@@ -74,51 +91,82 @@ class SearchWindow(QWidget):
         self.box = QLineEdit(placeholderText="Search… (words, \"phrases\", title:, ext:, after:…)")
         self.box.setClearButtonEnabled(True)
         self.info = QLabel(" ")
+        self.more_button = QPushButton("More results")
+        self.more_button.hide()
+        self.more_button.clicked.connect(self.more)
+        self.menu: QMenu | None = None  # the context menu last shown
         self.results = QTreeWidget()
         self.results.setHeaderHidden(True)
         self.results.setItemDelegate(HtmlDelegate(self.results))
         self.results.setUniformRowHeights(False)
         self.results.setRootIsDecorated(True)
         layout = QVBoxLayout(self)
-        for w in (self.box, self.info, self.results):
+        for w in (self.box, self.info, self.results, self.more_button):
             layout.addWidget(w)
         self.timer = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
         self.timer.timeout.connect(self.search_now)
         self.box.textChanged.connect(lambda _: self.timer.start())
         self.results.itemActivated.connect(lambda item, _col: self.open_item(item))
         self.results.itemExpanded.connect(self._expand)
+        self.results.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.results.customContextMenuRequested.connect(self._context_menu_at)
         self.box.installEventFilter(self)
         self.results.installEventFilter(self)
         self._seq = 0  # number of the newest search: answers to older ones arriving late are dropped
+        self._query = ""  # what the newest search sent (the box's text, its last word a prefix too)
 
     # -- searching
     def search_now(self) -> None:
         self._seq += 1
-        seq, query = self._seq, self.box.text().strip()
-        if not query:
+        text = self.box.text()
+        if not text.strip():
             self.results.clear()
+            self.more_button.hide()
             self.info.setText(" ")
             return
-        self.caller.request("search", lambda r: self._show(seq, r), lambda e: self._failed(seq, e),
-                            query=query, limit=LIMIT)
+        # the text as typed: a space at its end says the last word is finished
+        self._query = prefix_last_word(text.lstrip()).strip()
+        self._request(0)
 
-    def _show(self, seq: int, result: dict[str, Any]) -> None:
+    def more(self) -> None:
+        """The next ``LIMIT`` results of the search shown, after those already listed."""
+        self.more_button.setEnabled(False)
+        self._request(self.results.topLevelItemCount())
+
+    def _request(self, offset: int) -> None:
+        # one more than is shown: whether there are more to page to, without counting them
+        seq = self._seq
+        self.caller.request("search", lambda r: self._show(seq, offset, r), lambda e: self._failed(seq, e, offset),
+                            query=self._query, limit=LIMIT + 1, offset=offset)
+
+    def _show(self, seq: int, offset: int, result: dict[str, Any]) -> None:
         if seq != self._seq:  # an answer to a query typed over since
             return
-        self.results.clear()
+        if offset == 0:
+            self.results.clear()
+        elif offset != self.results.topLevelItemCount():  # a page already added
+            return
         hits: list[SearchHit] = result.get("hits", [])  # the search op's answer
-        total = result.get("total", len(hits))
-        self.info.setText(f"{total} result{'s' if total != 1 else ''}" + (f", first {len(hits)} shown"
-                                                                          if total > len(hits) else ""))
-        for hit in hits:
+        more = len(hits) > LIMIT
+        for hit in hits[:LIMIT]:
             self.results.addTopLevelItem(self._item(hit))
-        if hits and (first := self.results.topLevelItem(0)) is not None:
+        shown = self.results.topLevelItemCount()
+        total = int(result.get("total", shown))
+        self.info.setText(f"{total} result{'s' if total != 1 else ''}" + (f", first {shown} shown" if more else "")
+                          + (f" ({NO_DAEMON})" if result.get(FROM_INDEX) else ""))
+        self.more_button.setVisible(more)
+        self.more_button.setEnabled(True)
+        if offset == 0 and hits and (first := self.results.topLevelItem(0)) is not None:
             self.results.setCurrentItem(first)
 
-    def _failed(self, seq: int, error: DeskdexError) -> None:
+    def _failed(self, seq: int, error: DeskdexError, offset: int = 0) -> None:
         if seq != self._seq:
             return
-        self.results.clear()
+        if offset == 0:
+            self.results.clear()
+            self.more_button.hide()
+        else:  # the results listed stay; the button tries again
+            self.more_button.setEnabled(True)
         self.info.setText(f"<span style='color:#c62828'>{html.escape(str(error))}</span>")
 
     def _item(self, hit: SearchHit) -> QTreeWidgetItem:
@@ -171,6 +219,30 @@ class SearchWindow(QWidget):
         path = item.data(0, PATH_ROLE) if item is not None else self.current_path()
         if path:
             self.opener(os.path.dirname(path) if folder else path)
+
+    # -- the context menu of a result
+    def context_menu(self, item: QTreeWidgetItem) -> QMenu | None:
+        """Open, Open containing folder and Copy path for ``item``; None for a line that names no file."""
+        path = item.data(0, PATH_ROLE)
+        if not path:
+            return None
+        menu = QMenu(self)
+        menu.addAction("Open", lambda: self.open_item(item))
+        folder = menu.addAction("Open containing folder", lambda: self.open_item(item, folder=True))
+        folder.setEnabled(os.path.isabs(path))  # a web page's URL has no folder to open
+        menu.addAction("Copy path", lambda: copy_path(path))
+        return menu
+
+    def _context_menu_at(self, pos: QPoint) -> None:
+        item = self.results.itemAt(pos)
+        if item is None:
+            return
+        self.results.setCurrentItem(item)
+        if self.menu is not None:
+            self.menu.deleteLater()
+        self.menu = self.context_menu(item)
+        if self.menu is not None:
+            self.menu.popup(self.results.viewport().mapToGlobal(pos))  # not exec(): nothing waits on it
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
         if event.type() != QEvent.Type.KeyPress or not isinstance(event, QKeyEvent):
