@@ -271,7 +271,8 @@ def cmd_dups(args: argparse.Namespace) -> int:
         print(_cluster_heading(c))
         for d in c["documents"]:
             say(f"  {shown_location(d)}  {human(d['size'])}  {_relation(d, c['documents'])}")
-    print(f"{len(found['clusters'])} clusters, {human(found['reclaimable'])} reclaimable in all "
+    n = len(found["clusters"])
+    print(f"{n} cluster{'s' if n > 1 else ''}, {human(found['reclaimable'])} reclaimable in all "
           "(identical copies only)")
     return 0
 
