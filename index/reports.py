@@ -85,8 +85,21 @@ def _cluster(db: sqlite3.Connection, cid: int, docs: list[dict[str, Any]]) -> Cl
         shown.append({"uri": d["uri"], "path": d["path"], "size": d["size"], "mtime": d["mtime"],
                       "relation": relation, "similarity": round(similarity, 3),
                       "identical_to": twin["uri"] if relation == "identical" else None})
-    shown[1:] = sorted(shown[1:], key=lambda d: (RELATIONS.index(d["relation"]), -d["similarity"], d["uri"]))
-    return {"id": cid, "documents": shown, "reclaimable": reclaim}
+    return {"id": cid, "documents": shown[:1] + _listed(shown[1:], original["uri"]), "reclaimable": reclaim}
+
+
+def _listed(docs: list[dict[str, Any]], original: str) -> list[dict[str, Any]]:
+    """The others by relation to the original, the most similar first; a copy of another of them
+    right after it."""
+    def own(d: dict[str, Any]) -> tuple[int, float, str]:
+        return RELATIONS.index(d["relation"]), -d["similarity"], d["uri"]
+
+    by_uri = {d["uri"]: d for d in docs}
+
+    def key(d: dict[str, Any]) -> tuple[tuple[int, float, str], int, str]:
+        twin = by_uri.get(d["identical_to"] or original)
+        return (own(twin), 1, d["uri"]) if twin is not None else (own(d), 0, "")
+    return sorted(docs, key=key)
 
 
 def _exact_bytes(d: dict[str, Any]) -> str | None:
