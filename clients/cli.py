@@ -163,8 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=reading.cmd_convert)
 
     s = sub.add_parser("dups", parents=[common], help="duplicate clusters, or the near-duplicates of one file",
-                       description="Without PATH: every cluster of exact and near-duplicates, largest first, with "
-                                   "the bytes a user could reclaim. With PATH: the near-duplicates of that file "
+                       description="Without PATH: every cluster of exact and near-duplicates, largest first, the "
+                                   "original first and each other document identical (the same bytes), the same "
+                                   "text (in another format) or similar (NN %), with the bytes deleting the "
+                                   "identical copies would reclaim. With PATH: the near-duplicates of that file "
                                    "(indexed or not), with the share of words in common.")
     s.add_argument("path", nargs="?", metavar="PATH")
     s.add_argument("--json", action="store_true")

@@ -268,11 +268,40 @@ def cmd_dups(args: argparse.Namespace) -> int:
         print("no duplicates found")
         return 0
     for c in found["clusters"]:
-        print(f"{len(c['documents'])} copies, {human(c['reclaimable'])} reclaimable:")
+        print(_cluster_heading(c))
         for d in c["documents"]:
-            say(f"  {shown_location(d)}  {human(d['size'])}")
-    print(f"{len(found['clusters'])} clusters, {human(found['reclaimable'])} reclaimable in all")
+            say(f"  {shown_location(d)}  {human(d['size'])}  {_relation(d, c['documents'])}")
+    n = len(found["clusters"])
+    print(f"{n} cluster{'s' if n > 1 else ''}, {human(found['reclaimable'])} reclaimable in all "
+          "(identical copies only)")
     return 0
+
+
+def _cluster_heading(cluster: dict[str, Any]) -> str:
+    """How many documents, how many of them are copies with identical bytes (only these are
+    "copies"), and the bytes deleting the extra copies would free."""
+    docs = cluster["documents"]
+    twins = {d["identical_to"] for d in docs if d.get("relation") == "identical"}
+    copies = sum(1 for d in docs if d.get("relation") == "identical" or d["uri"] in twins)
+    if copies == len(docs):
+        return f"{len(docs)} identical copies, {human(cluster['reclaimable'])} reclaimable:"
+    if copies:
+        return f"{len(docs)} documents, {copies} of them identical copies, {human(cluster['reclaimable'])} reclaimable:"
+    return f"{len(docs)} documents, none identical, nothing reclaimable:"
+
+
+def _relation(d: dict[str, Any], docs: list[dict[str, Any]]) -> str:
+    """A document's relation to its cluster's original (the first listed), as index/reports.py names it."""
+    relation = d.get("relation")
+    if relation == "identical":
+        twin = d.get("identical_to")
+        if twin is None or twin == docs[0]["uri"]:
+            return "identical"
+        return "identical to " + next((shown_location(o) for o in docs if o["uri"] == twin), twin)
+    if relation == "similar":
+        return f"similar ({round(100 * (d.get('similarity') or 0))} %)"
+    return {"original": "original", "same_text": "same text", "other_format": "same text, other format"}.get(
+        relation or "", "")
 
 
 def _near_duplicates(args: argparse.Namespace) -> int:

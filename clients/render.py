@@ -109,14 +109,22 @@ def render_hits(results: SearchResults, color: bool, links: bool = False) -> str
         where = terminal_safe(shown_location(h))
         title = terminal_safe(h.get("title") or "") or where
         shown = hyperlink(h["uri"], where) if links else where
+        more = duplicates(h.get("duplicates") or 0)
         if color:
-            out.append(f"{BOLD}{n}. {title}{RESET}\n   {CYAN}{shown}{RESET}  {DIM}{date}  {human(h['size'])}{RESET}\n")
+            out.append(f"{BOLD}{n}. {title}{RESET}\n   {CYAN}{shown}{RESET}  {DIM}{date}  {human(h['size'])}"
+                       f"{more}{RESET}\n")
         else:
-            out.append(f"{n}. {title}\n   {where}  {date}  {human(h['size'])}\n")
+            out.append(f"{n}. {title}\n   {where}  {date}  {human(h['size'])}{more}\n")
         if h.get("snippet"):
             out.append("   " + highlight(h["snippet"], h.get("highlights") or [], color) + "\n")
     out.append(f"{len(hits)} of {results['total']} results\n")
     return "".join(out)
+
+
+def duplicates(n: int) -> str:
+    """What a hit of a duplicate cluster adds to its line: how many other documents the cluster
+    holds (collapsed results stand for them; ``--all`` shows them)."""
+    return f"  {n} duplicate{'s' if n > 1 else ''}" if n > 0 else ""
 
 
 def shown_location(hit: Mapping[str, object]) -> str:

@@ -157,7 +157,9 @@ OPS: dict[str, Op] = {op.name: op for op in (
     Op("exclude_add", "Add a gitignore-style pattern (kept in the config file); answers as exclude_list.",
        _pattern("a non-empty gitignore-style pattern")),
     Op("exclude_remove", "Remove a pattern; answers as exclude_list.", _pattern("a configured pattern")),
-    Op("dups", "Without path: every duplicate cluster, {clusters: [{id, documents, reclaimable}], reclaimable}. "
+    Op("dups", "Without path: every duplicate cluster, {clusters: [{id, documents: [{uri, path, size, mtime, "
+               "relation, similarity, identical_to}], reclaimable}], reclaimable}, the original first; "
+               "reclaimable: the identical copies' bytes. "
                "With path: the near-duplicates of that file, indexed or not, {duplicates: [{uri, path, "
                "similarity}]} (converted outside every lock: searches go on meanwhile).",
        Arg("path", str, None, "a file on the daemon's machine", nullable=True)),

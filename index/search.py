@@ -18,6 +18,7 @@ from deskdex.protocol import MAX_LIMIT
 from . import query as query_language
 from .access import EVERYONE
 from .collection import Collection
+from .originals import originality
 from .readable import ReadableClusters
 from .snippets import Snippets, Term
 
@@ -48,8 +49,10 @@ def parse(index: tantivy.Index, query: str, readable: ReadableClusters | None = 
 
 def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snippets: bool = True,
            sort: str = "relevance", collapse: bool = True, reader: int | None = None) -> SearchResults:
-    """Ranked hits; with ``collapse`` one per duplicate cluster (the best: most relevant, then
-    most recent), each saying how many near-duplicates it stands for.
+    """Ranked hits; with ``collapse`` one per duplicate cluster, where its best hit ranks, each
+    saying how many near-duplicates it stands for. Shown for a cluster: of its hits that match
+    as well as its best, the original (index/originals.py: not in an archive, not named like a
+    copy, the oldest).
 
     ``reader``: a uid (None: no filter, root's view). Only documents that user may read are found,
     and nothing in the answer depends on the others (docs/search.md, "Enterprise mode"): the
@@ -97,20 +100,36 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
 
 
 def _collapse(searcher: tantivy.Searcher, hits: list[Any], sort: str) -> list[Any]:
-    """One hit per cluster: the first in rank order, ties in score going to the newest."""
+    """One hit per cluster, where its best hit ranks (ties in score going to the newest); shown
+    for it: the original among its members that match as well as the best (``_original``)."""
     docs = [(key, address, searcher.doc(address).to_dict()) for key, address in hits]
     if sort == "relevance":
         docs.sort(key=lambda t: (-float(t[0]), -int(_one(t[2], "mtime", 0))))
-    seen: set[int] = set()
-    out = []
+    best: dict[int, list[tuple[Any, Any, dict[str, Any]]]] = {}  # cluster -> its members that match best
+    out: list[Any] = []
     for key, address, d in docs:
         cluster = int(_one(d, "cluster", 0))
-        if cluster:
-            if cluster in seen:
-                continue
-            seen.add(cluster)
-        out.append((key, address))
-    return out
+        if not cluster:
+            out.append((key, address))
+        elif cluster not in best:
+            best[cluster] = [(key, address, d)]
+            out.append(cluster)  # its place; which member stands there is chosen below
+        elif _same_key(best[cluster][0][0], key):
+            best[cluster].append((key, address, d))
+    return [_original(best[x])[:2] if isinstance(x, int) else x for x in out]
+
+
+def _same_key(a: Any, b: Any) -> bool:
+    """Two hits match equally: the same sort key (a score, to within float noise)."""
+    x, y = float(a), float(b)
+    return abs(x - y) <= 1e-6 * max(abs(x), abs(y), 1.0)
+
+
+def _original(members: list[tuple[Any, Any, dict[str, Any]]]) -> tuple[Any, Any, dict[str, Any]]:
+    """Of a cluster's equally matching hits, the original (index/originals.py): not in an archive,
+    not named like a copy, the oldest."""
+    return min(members, key=lambda m: originality(_one(m[2], "uri"), _one(m[2], "path"),
+                                                  float(_one(m[2], "mtime", 0))))
 
 
 def _reader_hits(searcher: tantivy.Searcher, q: tantivy.Query, sort: str, need: int, collapse: bool,
@@ -127,8 +146,8 @@ def _reader_hits(searcher: tantivy.Searcher, q: tantivy.Query, sort: str, need: 
         # Hits that tie with the last one fetched may have more of their kind not fetched yet.
         known = hits if complete else [h for h in hits if h[0] > hits[-1][0]]
         ordered = _exact_order(searcher, known, sort)
-        picked = _collapse_readable(searcher, ordered, need, readable) if collapse else \
-            list(itertools.islice(ordered, need))
+        picked = _readable_originals(searcher, _collapse_readable(searcher, ordered, need, readable), known,
+                                     readable) if collapse else list(itertools.islice(ordered, need))
         if len(picked) >= need or complete:
             return picked, total
         window *= 4
@@ -163,6 +182,37 @@ def _collapse_readable(searcher: tantivy.Searcher, hits: Iterable[Any], need: in
         out.append((key, address))
         if len(out) >= need:
             break
+    return out
+
+
+def _readable_originals(searcher: tantivy.Searcher, picked: list[Any], known: list[Any],
+                        readable: ReadableClusters) -> list[Any]:
+    """``picked`` with each readable cluster's hit replaced by the original (``_original``) among
+    its hits of the same key. ``known`` holds every hit of each key of ``picked`` (``_reader_hits``):
+    the candidates are found by the cluster fast field, and only theirs are read."""
+    if not picked or not known:
+        return picked
+    clusters = searcher.fast_field_values("cluster", [a for _, a in known])
+    by: dict[tuple[float, int], list[Any]] = {}  # (key, cluster over every document) -> hits
+    for (key, address), cluster in zip(known, clusters):
+        if cluster:
+            by.setdefault((float(key), int(cluster)), []).append((key, address))
+    out = []
+    for key, address in picked:
+        d = searcher.doc(address).to_dict()
+        cluster = int(_one(d, "cluster", 0))
+        same = by.get((float(key), cluster), [])
+        if len(same) < 2:
+            out.append((key, address))
+            continue
+        mine = readable.cluster_id(_one(d, "uri"), cluster)
+        members = [(key, address, d)]
+        for k, a in same:
+            if (a.segment_ord, a.doc) != (address.segment_ord, address.doc):
+                other = searcher.doc(a).to_dict()
+                if mine and readable.cluster_id(_one(other, "uri"), cluster) == mine:
+                    members.append((k, a, other))
+        out.append(_original(members)[:2])
     return out
 
 

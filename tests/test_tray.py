@@ -167,7 +167,7 @@ def qapp(xvfb: str) -> Iterator[Any]:
 class Corpus:
     documents: Path
     projects: Path
-    budget: Path  # the newest of three identical copies: the one a search shows
+    budget: Path  # the oldest of three identical copies, the original: the one a search shows
     copies: list[Path]  # the two others, in the other watched folder too
     notes: Path
     failed: Path
@@ -191,7 +191,9 @@ def corpus(tmp_path: Path) -> Corpus:
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    for n, copy in enumerate(copies, 1):  # older than the original, which wins the tie in relevance
+    # The original is the oldest: it wins the tie in relevance over its copies (index/originals.py).
+    os.utime(budget, (time.time() - 86400 * 3,) * 2)
+    for n, copy in enumerate(copies, 1):
         copy.parent.mkdir(parents=True, exist_ok=True)
         copy.write_text(files[budget])
         os.utime(copy, (time.time() - 86400 * n,) * 2)
