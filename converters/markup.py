@@ -24,6 +24,7 @@ from deskdex.errors import CorruptFile, HostileInput
 from .registry import SOURCE_LANGUAGES
 from .source import Source
 from .textcodec import decode
+from . import xmlsafe
 
 if TYPE_CHECKING:
     from docutils import nodes
@@ -290,19 +291,13 @@ _ENTITY_TEXT_LIMIT = 1 << 20  # what all the entities of one file may expand to,
 _ATTRIBUTE_TEXT_LIMIT = 1 << 20  # attribute text kept of a file without text (_attribute_values)
 
 
-def _xml_parser(recover: bool = False) -> etree.XMLParser:
-    # No DTD loading, no entity expansion, no network: the DTD is read but never acted on.
-    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False,
-                           huge_tree=False, remove_comments=True, remove_pis=True, recover=recover)
-
-
 def xml_text(source: Source, mime: str) -> Document:
     data = source.read()
     if not data.strip():
         return Document(uri=source.uri, mime=mime, title=source.name)
     encoding = ""
     try:
-        root = etree.fromstring(data, _xml_parser())
+        root = etree.fromstring(data, xmlsafe.parser())
     except etree.XMLSyntaxError as exc:
         if "entit" in str(exc).lower() and ("loop" in str(exc) or "amplification" in str(exc)):
             raise HostileInput(f"XML entity expansion refused: {exc}") from exc
@@ -311,7 +306,7 @@ def xml_text(source: Source, mime: str) -> Document:
         m = _DECLARED.search(data[:200])
         text, encoding = decode(data, m.group(1).decode("ascii") if m else None)
         try:
-            root = etree.fromstring(_DECLARATION.sub("", text, count=1), _xml_parser(recover=True))
+            root = etree.fromstring(_DECLARATION.sub("", text, count=1), xmlsafe.parser(recover=True))
         except (etree.XMLSyntaxError, ValueError):
             root = None
         # libxml2's recovery can drop everything after the damage: then the words between the

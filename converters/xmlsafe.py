@@ -12,12 +12,14 @@ from lxml import etree
 
 from deskdex.errors import CorruptFile, HostileInput
 
-__all__ = ["local", "parse", "text_of"]
+__all__ = ["local", "parse", "parser", "text_of"]
 
 
-def _parser() -> etree.XMLParser:
+def parser(recover: bool = False) -> etree.XMLParser:
+    """The safe parser (also markup.xml_text's); ``recover``: libxml2 reads on past damage."""
+    # No DTD loading, no entity expansion, no network: the DTD is read but never acted on.
     return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False,
-                           huge_tree=False, remove_comments=True, remove_pis=True)
+                           huge_tree=False, remove_comments=True, remove_pis=True, recover=recover)
 
 
 def parse(data: bytes, what: str) -> etree._Element:
@@ -25,7 +27,7 @@ def parse(data: bytes, what: str) -> etree._Element:
     if not data.strip():
         raise CorruptFile(f"{what} is empty")
     try:
-        root = etree.fromstring(data, _parser())
+        root = etree.fromstring(data, parser())
     except etree.XMLSyntaxError as exc:
         why = str(exc).lower()
         if "depth" in why or "huge" in why or ("entit" in why and ("loop" in why or "amplification" in why)):
