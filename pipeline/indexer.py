@@ -21,7 +21,7 @@ from deskdex.errors import TRANSIENT_REASONS, ConversionError, Interrupted, NotR
 from deskdex.converters.detect import compound_extension, extension
 from deskdex.converters.document import Document
 from deskdex.converters.isolation import WorkerPool
-from deskdex.converters.registry import Registry
+from deskdex.converters.registry import FORMATS_BASE, Registry
 from deskdex.converters.ocr import unavailable
 from deskdex.converters.privilege import RunAs, as_user
 from deskdex.index import Collection, Row
@@ -283,26 +283,25 @@ class Indexer:
             if same is None:
                 same = self.coll.catalog.find_ok_by_raw_sum(raw)
             fresh = Row(uri=uri, path=display_path(info.path), size=info.size, mtime=info.mtime, raw_sum=raw)
-            known = same is not None and not self.coll.catalog.descendants(same.uri)
-            read = self._read_before(fresh, same) if known and same is not None \
-                and not self.coll.reusable(fresh, same) else None
-            if read is not None:  # a copy, under another name, of a file OCR has read
-                self.coll.put(self._stamped(fresh, uri, done=True), read)
-                summary.reused += 1
-                if progress:
-                    progress(1, info.path)
-                self._maybe_commit()
-                continue
-            if known and same is not None and self.coll.reusable(fresh, same):
-                self.coll.reuse(self._stamped(fresh, uri, done=True), same)
-                if same.uri == uri:
-                    summary.unchanged += 1
-                else:
+            if same is not None and not self.coll.catalog.descendants(same.uri):
+                settled = True
+                if self.coll.reusable(fresh, same):
+                    self.coll.reuse(self._stamped(fresh, uri, done=True), same)
+                    if same.uri == uri:
+                        summary.unchanged += 1
+                    else:
+                        summary.reused += 1
+                elif (read := self._read_before(fresh, same)) is not None:
+                    # A copy, under another name, of a file OCR has read.
+                    self.coll.put(self._stamped(fresh, uri, done=True), read)
                     summary.reused += 1
-                if progress:
-                    progress(1, info.path)
-                self._maybe_commit()
-                continue
+                else:
+                    settled = False
+                if settled:
+                    if progress:
+                        progress(1, info.path)
+                    self._maybe_commit()
+                    continue
             wanted[uri] = FileInfo(info.path, info.size, info.mtime)
             self._raw[uri] = raw
             summary.bytes += info.size
@@ -440,17 +439,15 @@ class Indexer:
             self._last_commit = time.monotonic()
 
 
-# Suffixes of the files that may need OCR, the most expensive work: converted after every other
-# file of a batch, PDFs (most have a text layer, and are cheap) before images.
-_OCR_LAST = {"pdf": 1, **{ext: 2 for ext in ("png", "jpg", "jpeg", "jpe", "jfif", "tif", "tiff", "gif", "bmp",
-                                              "dib", "webp")}}
+# Suffixes of the files that may need OCR, the most expensive work, from the format table: converted
+# after every other file of a batch, PDFs (most have a text layer, and are cheap) before images.
+_OCR_RANK = {"deskdex.converters.pdf:convert": 1, "deskdex.converters.media:image": 2}
+_OCR_LAST = {ext: _OCR_RANK[f.handler] for f in FORMATS_BASE if f.handler in _OCR_RANK for ext in f.extensions}
 
 
 def cost(info: FileInfo) -> int:
     """The order a file is converted in within a batch: 0 for most, 1 for a PDF, 2 for an image."""
-    name = os.path.basename(info.path)
-    dot = name.rfind(".")
-    return _OCR_LAST.get(name[dot + 1:].lower(), 0) if dot > 0 else 0
+    return _OCR_LAST.get(extension(info.path), 0)
 
 
 def _parent_of(uri: str) -> str:
