@@ -19,10 +19,9 @@ from . import helpers
 from .document import Document
 from deskdex.errors import CorruptFile, HelperMissing
 from .ole import checked_properties
-from .registry import Need
+from .registry import WORD_HELPERS, Need
 from .source import Source
 
-WORD_HELPERS = Need(("antiword", "catdoc"), "apt-get install antiword catdoc")
 _ANTIWORD = Need(("antiword",), "apt-get install antiword")
 _CATDOC = Need(("catdoc",), "apt-get install catdoc")
 

@@ -16,10 +16,9 @@ from . import helpers
 from .doc import add_lines
 from .document import Document
 from .ole import checked_properties
-from .registry import Need
+from .registry import CATPPT
 from .source import Source
 
-CATPPT = Need(("catppt",), "apt-get install catdoc")
 
 
 def convert(source: Source, mime: str) -> Document:

@@ -111,6 +111,8 @@ PDFTOTEXT = Need(("pdftotext",), "apt-get install poppler-utils")
 DJVUTXT = Need(("djvutxt",), "apt-get install djvulibre-bin")
 DJVUSED = Need(("djvused",), "apt-get install djvulibre-bin")
 CATDVI = Need(("catdvi",), "apt-get install catdvi")
+WORD_HELPERS = Need(("antiword", "catdoc"), "apt-get install antiword catdoc")  # either reads .doc
+CATPPT = Need(("catppt",), "apt-get install catdoc")
 
 FORMATS_BASE: tuple[Format, ...] = (
     Format("Plain text", ("text/plain",), ("txt", "text", "log", "readme", "1st", "me"),
@@ -152,9 +154,9 @@ FORMATS_BASE: tuple[Format, ...] = (
     Format("Excel 97-2003 (XLS)", ("application/vnd.ms-excel",), ("xls", "xlt"),
            "deskdex.converters.xls:convert", "xlrd"),
     Format("Word 97-2003 (DOC)", ("application/msword",), ("doc", "dot"), "deskdex.converters.doc:convert",
-           "antiword, catdoc", needs=(Need(("antiword", "catdoc"), "apt-get install antiword catdoc"),)),
+           "antiword, catdoc", needs=(WORD_HELPERS,)),
     Format("PowerPoint 97-2003 (PPT)", ("application/vnd.ms-powerpoint",), ("ppt", "pps", "pot"),
-           "deskdex.converters.ppt:convert", "catppt, olefile", needs=(Need(("catppt",), "apt-get install catdoc"),)),
+           "deskdex.converters.ppt:convert", "catppt, olefile", needs=(CATPPT,)),
     Format("Outlook message (MSG)", ("application/vnd.ms-outlook",), ("msg",), "deskdex.converters.msg:convert",
            "extract-msg"),
     # Found by its first bytes only (no suffix, or a wrong one): handed to the converter of its kind.
