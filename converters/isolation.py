@@ -87,6 +87,7 @@ def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[s
         privilege.drop_to(user)
     if limits.memory_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    conn.send(READY)
     while True:
         try:
             source = conn.recv()
@@ -106,6 +107,12 @@ def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[s
             return
 
 
+# What a worker sends once it can convert: a file's time limit starts then, not while a new
+# worker starts up (imports, preloading), which a busy machine can stretch to seconds.
+READY = "ready"
+# How long a worker may take to start before the file sent to it is given up as timed out.
+STARTUP_LIMIT = 120.0
+
 # Files queued per worker: the next one waits in the pipe while this one converts, so a worker
 # never idles while the writer stores the last result.
 DEPTH = 2
@@ -124,6 +131,7 @@ class _Worker:
     tasks: deque[Source] = field(default_factory=deque)  # sent, oldest (converting) first
     deadline: float = 0.0  # for the head task
     started: float = field(default_factory=time.monotonic)
+    ready: bool = False  # it has said READY: the head task's deadline runs
     user: RunAs | None = None  # whose rights it converts with (enterprise mode); None: the daemon's own
 
 
@@ -225,7 +233,7 @@ class WorkerPool:
                     self._requeue(w, backlog)
                     continue
                 if not w.tasks:
-                    w.deadline = time.monotonic() + limit
+                    w.deadline = time.monotonic() + (limit if w.ready else STARTUP_LIMIT + limit)
                 w.tasks.append(task)
             busy = [w for w in self._workers if w.tasks]
             if not busy:
@@ -245,9 +253,15 @@ class WorkerPool:
                 outcomes = None
                 if w.conn in ready:
                     try:
-                        outcomes, exiting = w.conn.recv()
+                        received = w.conn.recv()
                     except (EOFError, OSError):
-                        exiting = True  # it died: below
+                        received = None  # it died: below
+                    if received == READY:
+                        w.ready = True
+                        w.deadline = time.monotonic() + limit
+                        continue
+                    if received is not None:
+                        outcomes, exiting = received
                     if outcomes is not None:
                         w.tasks.popleft()
                         w.deadline = time.monotonic() + limit  # the next queued file starts now
