@@ -20,6 +20,7 @@ from .source import Source
 logger = logging.getLogger(__name__)
 
 _CELL, _LIST, _PARD, _INTBL = "\ue000", "\ue001", "\ue002", "\ue003"
+_TITLE = "\ue01f"  # the paragraph is the document's displayed title (see _title_paragraph)
 _HEAD0, _ILVL0 = 0xE010, 0xE004  # heading level n is chr(_HEAD0 + n), list level n chr(_ILVL0 + n)
 _MARK = "{\\uc1\\u%d?}"
 _CELL_WORD = re.compile(r"\\(?:nest)?cell(?![a-zA-Z])(?: ?)")
@@ -28,6 +29,10 @@ _OUTLINE_WORD = re.compile(r"\\outlinelevel(\d)(?![0-9])(?: ?)")
 _PARD_WORD = re.compile(r"\\pard(?![a-zA-Z])(?: ?)")
 _ILVL_WORD = re.compile(r"\\ilvl(\d)(?![0-9])(?: ?)")
 _INTBL_WORD = re.compile(r"\\intbl(?![a-zA-Z])(?: ?)")
+# A paragraph's control words up to its first text, also through the groups Word wraps each run in.
+_PARD_CONTROLS = re.compile(r"\\pard(?![a-zA-Z])((?:\s|\{|\\(?!pard?(?![a-z]))[a-z]+(?![a-z])-?\d*(?![0-9]))*)(?=[^\\{}\s])")
+_SIZE_WORD = re.compile(r"\\fs(\d+)")
+_TITLE_WITHIN = 1 << 18  # characters: a title paragraph follows the font and style tables, not pages of text
 _MARKS = re.compile("([\ue000-\ue01f\n])")
 _INFO_FIELD = re.compile(r"\{\\(title|author|subject|keywords|operator|company|doccomm)\b ?((?:[^{}\\]|\\.|\\[a-z]+-?\d* ?)*)\}")
 _INFO_DATE = re.compile(r"\{\\(creatim|revtim)((?:\\[a-z]+\d+ ?)+)\}")
@@ -51,6 +56,7 @@ def convert(source: Source, mime: str) -> Document:
     m = _DEFLANG.search(data[:8192])
     if m and (lang := locale.windows_locale.get(int(m.group(1)))):
         doc.meta["language"] = lang.replace("_", "-")
+    raw = _title_paragraph(raw)
     try:
         text = _to_text(_mark(raw))
     except ValueError:
@@ -61,9 +67,26 @@ def convert(source: Source, mime: str) -> Document:
             raise CorruptFile(f"unreadable RTF: {type(exc).__name__}: {exc}") from exc
     except (LookupError, IndexError, OverflowError) as exc:
         raise CorruptFile(f"unreadable RTF: {type(exc).__name__}: {exc}") from exc
-    _fill(doc, text)
-    doc.settle_title(doc.meta.pop("title", ""), source.name)
+    shown = _fill(doc, text)
+    doc.settle_title(doc.meta.pop("title", "") or shown, source.name)
     return doc
+
+
+def _title_paragraph(raw: str) -> str:
+    """``raw`` with the first paragraph that has text marked as the title when it looks like one:
+    centred, and bold or set in 14 pt or more, and not a heading. Word's Title style and pandoc's
+    title block are written so; without it the first heading became the title of a document whose
+    title sits above it (pandoc's writer.rtf was "Headers", not "Pandoc Test Suite")."""
+    m = _PARD_CONTROLS.search(raw, 0, _TITLE_WITHIN)
+    if m is None:
+        return raw
+    words = m.group(1)
+    sizes = [int(n) for n in _SIZE_WORD.findall(words)]
+    if "\\qc" not in words or "\\outlinelevel" in words:
+        return raw
+    if not (re.search(r"\\b(?![a-z0-9])", words) or (sizes and max(sizes) >= 28)):
+        return raw
+    return raw[:m.end()] + _MARK % ord(_TITLE) + raw[m.end():]
 
 
 def _mark(raw: str) -> str:
@@ -77,12 +100,14 @@ def _mark(raw: str) -> str:
     return _OUTLINE_WORD.sub(lambda m: _MARK % (_HEAD0 + int(m.group(1))), raw)
 
 
-def _fill(doc: Document, text: str) -> None:
-    """Blocks from striprtf's output, reading the markers as paragraph properties.
+def _fill(doc: Document, text: str) -> str:
+    """Blocks from striprtf's output, reading the markers as paragraph properties; returns the
+    text of the paragraph marked as the title (``_title_paragraph``), if short enough for one.
 
     Paragraph properties hold until the next ``\\pard``, so the state carries across lines;
     inside a table (``\\intbl``) paragraphs gather into the cell until ``\\cell``.
     """
+    title, in_title = "", False
     heading: int | None = None
     depth = 1
     in_list = in_table = False
@@ -91,6 +116,8 @@ def _fill(doc: Document, text: str) -> None:
     for piece in _MARKS.split(text):
         if piece == _PARD:
             heading, in_list, in_table, depth = None, False, False, 1
+        elif piece == _TITLE:
+            in_title = True
         elif piece == _INTBL:
             in_table = True
         elif piece == _LIST:
@@ -101,6 +128,9 @@ def _fill(doc: Document, text: str) -> None:
         elif piece == "\n":
             line = _clean("".join(cur))
             cur = []
+            if in_title and line:
+                title = line if len(line) <= 200 else ""
+                in_title = False
             if in_table:
                 cell.append(line)
             elif heading is not None and heading < 9:  # level 9 is Word's "body text"
@@ -117,6 +147,7 @@ def _fill(doc: Document, text: str) -> None:
             cur.append(piece)
     text_left = _clean(" ".join(cell + cur))
     doc.add("p", text_left)
+    return title
 
 
 def _clean(s: str) -> str:

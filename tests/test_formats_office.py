@@ -313,6 +313,26 @@ def test_rtf(tmp_path: Path) -> None:
         ("li", 1, "second point"), ("li", 2, "sous-point"), ("td", 0, "Nom"), ("td", 0, "Valeur"), ("p", 0, "Fin.")]
 
 
+@pytest.mark.parametrize("title_paragraph, expected", [
+    # pandoc's title block (its test suite's writer.rtf), Word's Title style, and paragraphs that are
+    # not titles: centred body text in the body's size, a large left-aligned line.
+    (r"{\pard \qc \f0 \sa180 \b \fs36 Pandoc Test Suite\par}", "Pandoc Test Suite"),
+    (r"\pard\plain \ltrpar\s15\qc\rtlch\fcs1 \af0\afs56 \ltrch\fcs0 \fs56\insrsid1 {\rtlch\fcs1 \af0 Quarterly Report\par}",
+     "Quarterly Report"),
+    (r"{\pard \qc \f0 \fs24 a centred line of the body\par}", "Headers"),
+    (r"{\pard \ql \f0 \fs36 a large line on the left\par}", "Headers"),
+])
+def test_rtf_title_paragraph_above_the_first_heading(tmp_path: Path, title_paragraph: str, expected: str) -> None:
+    """Without an \\info title, a centred bold or large first paragraph is the title, not the first heading."""
+    f = tmp_path / "t.rtf"
+    f.write_text(r"{\rtf1\ansi{\fonttbl{\f0 Helvetica;}}" "\n" r"{\pard \ql \f0 \par}" + title_paragraph
+                 + r"{\pard \ql \f0 \outlinelevel0 \b \fs36 Headers\par}{\pard \ql \f0 Body text.\par}}", encoding="ascii")
+    doc = one(f)
+    assert doc.title == expected
+    assert [b.text for b in doc.headings()] == ["Headers"]
+    assert "Body text." in doc.text()
+
+
 def test_rtf_not_rtf() -> None:
     with pytest.raises(CorruptFile):
         rtf.convert(Source(uri="mem:x", name="x.rtf", data=b"plain words"), "application/rtf")
