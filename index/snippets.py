@@ -216,9 +216,19 @@ class _Fragment:
     count: int
     where: int  # its place in the document (for ties: the earliest)
 
-    @property
-    def rank(self) -> tuple[int, int, int]:
-        return (len(self.terms), min(self.count, 8), -self.where)
+    @functools.cached_property
+    def rank(self) -> tuple[int, bool, int, int]:
+        # Among passages holding as many of the query's words, prose before code: a wall of
+        # identifiers tells a reader less about the page than a sentence using the same word.
+        return (len(self.terms), _prose(self.text), min(self.count, 8), -self.where)
+
+
+_CODE_MARKS = re.compile(r"[_=;{}()\[\]<>/\\|&$#@*]|\.\w|::|->")
+PROSE_MARKS = 0.06  # code marks per character above which a passage reads as code (prose: ~0.01)
+
+
+def _prose(text: str) -> bool:
+    return len(_CODE_MARKS.findall(text)) <= PROSE_MARKS * max(1, len(text))
 
 
 class Snippets:
