@@ -14,7 +14,8 @@ split into words and analyzed as the index analyzed them, so that what is
 highlighted is what matched: stems (``documents`` for ``document``), a phrase only where its
 words are adjacent, a prefix, a fuzzy word, and a Chinese, Japanese or Korean run as it stands
 (the index knows those by character bigrams, index/fulltext.py). The passage shown is the one
-holding the most distinct query words (a phrase counts once, whole), the earliest among equals:
+holding the most distinct query words (a phrase counts once, whole), prose before code (``_prose``),
+the earliest among equals:
 one fragment, and a second when another passage holds words the first lacks.
 
 Nothing here depends on any document but the hit itself: no word statistics of the index, so
