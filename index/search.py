@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 
 SORTS = {"relevance": None, "date": "mtime", "size": "size"}
-# Hits looked at, at most, to pick one per duplicate cluster: past it, fewer hits than asked for.
+# Hits looked at, at most, to pick one per group of copies: past it, fewer hits than asked for.
 MAX_WINDOW = 100_000
 
 

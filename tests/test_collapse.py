@@ -177,6 +177,12 @@ def test_a_reader_counts_copies_and_similar_among_what_they_may_read(tmp_path: P
         mine = {h["path"]: (h["duplicates"], h["similar"]) for h in search(coll, "walnut", reader=alice)["hits"]}
         theirs = {h["path"]: (h["duplicates"], h["similar"]) for h in search(coll, "walnut", reader=bob)["hits"]}
         root = {h["path"]: (h["duplicates"], h["similar"]) for h in search(coll, "walnut")["hits"]}
+        # Expanding lists the reader's own documents of the cluster; another's lists nothing.
+        listed = search(coll, "", reader=alice, similar="file:///home/alice/guide.html")
+        nothing = search(coll, "walnut", reader=alice, similar="file:///home/bob/guide.txt")
     assert mine == {"/home/alice/guide.txt": (1, 1), "/home/alice/guide.html": (0, 2)}, mine
     assert theirs == {"/home/bob/guide.txt": (0, 1), "/home/bob/guide.html": (0, 1)}, theirs
     assert root == {"/home/alice/guide.txt": (2, 2), "/home/alice/guide.html": (1, 3)}, root
+    assert sorted(h["path"] for h in listed["hits"]) == ["/home/alice/guide-copy.txt", "/home/alice/guide.html",
+                                                         "/home/alice/guide.txt"], listed
+    assert (nothing["total"], nothing["hits"]) == (0, []), nothing
