@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,27 @@ def run(coll: Collection, query: str, collapse: bool, top: int) -> list[dict[str
         return []
 
 
+def timed(coll: Collection, queries: list[str], rounds: int) -> dict[str, float]:
+    """Each query's median time over ``rounds`` (after one untimed run), in ms: their median, 95th
+    percentile and maximum."""
+    per: list[float] = []
+    for q in queries:
+        times = []
+        for i in range(rounds + 1):
+            t = time.perf_counter()
+            try:
+                search(coll, q, limit=10)
+            except DeskdexError:
+                break
+            if i:
+                times.append(1000 * (time.perf_counter() - t))
+        if times:
+            per.append(statistics.median(times))
+    per.sort()
+    return {"median_ms": round(statistics.median(per), 1), "p95_ms": round(per[int(0.95 * (len(per) - 1))], 1),
+            "max_ms": round(per[-1], 1)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--home", required=True, help="a deskdex home holding the indexed corpus")
@@ -69,6 +91,8 @@ def main() -> None:
     ap.add_argument("--queries", action="append", required=True, help="a JSON file of queries (repeatable)")
     ap.add_argument("--top", type=int, default=50)
     ap.add_argument("--label", default="run", help="names the results file")
+    ap.add_argument("--rounds", type=int, default=3, help="timed rounds of the searches people run (10 hits, "
+                    "snippets, collapsed): what the collapsing rule costs")
     args = ap.parse_args()
     queries = load(args.queries)
     corpus = os.path.abspath(args.corpus)
@@ -105,6 +129,7 @@ def main() -> None:
                 free["hidden_queries"].append({"query": q["query"], "hidden": other})
             elif hidden:
                 free["hid_copy_only"] += 1
+        timing = timed(coll, [q["query"] for q in queries], args.rounds)
     seconds = round(time.monotonic() - started, 1)
     share = known["hidden"] / known["queries"] if known["queries"] else 0.0
     print(f"known-item queries: {known['queries']}, target found without collapsing: {known['found']}, "
@@ -117,11 +142,13 @@ def main() -> None:
               f"({100 * free['hid_other'] / free['queries']:.1f} %); hid copies only: {free['hid_copy_only']}")
         for h in free["hidden_queries"]:
             print(f"  hid: {h['query']!r} -> {', '.join(h['hidden'][:3])}")
+    print(f"search (10 hits, snippets, collapsed), median of {args.rounds} rounds per query: "
+          f"median {timing['median_ms']} ms, 95th percentile {timing['p95_ms']} ms, maximum {timing['max_ms']} ms")
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"collapse_hidden-{args.label}.json"
     out.write_text(json.dumps({"label": args.label, "top": args.top, "queries_files": args.queries,
                                "known_items": known, "share_hidden": round(share, 4), "without_targets": free,
-                               "seconds": seconds}, indent=1) + "\n")
+                               "timing": timing, "seconds": seconds}, indent=1) + "\n")
     print(f"written to {out} ({seconds} s)")
 
 

@@ -128,6 +128,9 @@ class ReadableClusters:
         edges = [(a, b) for a, b in self.db.execute("SELECT e.a, e.b FROM dup_edges e JOIN dup_cluster c "
                                                     "ON c.doc = e.a WHERE c.cluster=?", (cluster,))
                  if a in kinds and b in kinds]
+        if self.uid is None:  # every document readable: the cluster is one component already
+            members = sorted(kinds)
+            return _Split(ids, kinds, edges, dict.fromkeys(members, members))
         return _Split(ids, kinds, edges, _components({d: k[0] for d, k in kinds.items()}, edges))
 
     def _copies(self, split: _Split) -> dict[int, list[int]]:
