@@ -13,6 +13,7 @@ that cannot be loaded is reported MISSING and the others still run.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import subprocess
 import sys
@@ -51,61 +52,81 @@ def _deskdex(method: str | None) -> Callable[[str], str]:
     return extract
 
 
-def _trafilatura() -> Callable[[str], str] | None:
+def _trafilatura(**options: bool) -> Callable[[str], str] | None:
     try:
         import trafilatura
     except ImportError:
         print("trafilatura not installed (pip install -e '.[bench]'): its column is left out", file=sys.stderr)
         return None
-    return lambda html: trafilatura.extract(html, include_comments=False, include_tables=True) or ""
+    return lambda html: trafilatura.extract(html, include_comments=False, include_tables=True, **options) or ""
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sets", default="news,sphinx,sphinx-themes")
+    ap.add_argument("--sets", default=",".join(labelled_pages.LABELS))
     ap.add_argument("--limit", type=int, default=None, help="at most this many pages of each sphinx set")
+    ap.add_argument("--part", choices=("tune", "held-out", "both"), default="both",
+                    help="only the pages of one part (tune while tuning: the held-out part stays unseen)")
     ap.add_argument("--per-page", action="store_true")
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "main_content.json")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
     methods: dict[str, Callable[[str], str]] = {
-        "tokens (notes)": _deskdex("tokens"), "dom (default)": _deskdex("dom"), "all text": _deskdex(None)}
-    traf = _trafilatura()
-    if traf:
-        methods["trafilatura"] = traf
-    loaders = {"news": labelled_pages.news_pages, "sphinx": lambda: labelled_pages.sphinx_pages(limit=args.limit),
-               "sphinx-themes": lambda: labelled_pages.sphinx_theme_pages(limit=args.limit)}
+        "default (traf.)": _deskdex("trafilatura"), "dom": _deskdex("dom"), "tokens (notes)": _deskdex("tokens"),
+        "all text": _deskdex(None)}
+    for label, options in (("trafilatura", {}), ("trafilatura fast", {"fast": True})):
+        fn = _trafilatura(**options)
+        if fn:
+            methods[label] = fn
+    loaders = {name: (lambda load=load: load(limit=args.limit)) for name, load in labelled_pages.LOADERS.items()}
+    results: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
     for name in args.sets.split(","):
         try:
-            pages = list(loaders[name]())
+            pages = [p for p in loaders[name]() if args.part in ("both", p.part)]
         except (OSError, subprocess.CalledProcessError) as exc:
             print(f"\n{name}: MISSING, cannot load its pages ({exc})")
             continue
         if not pages:
             print(f"\n{name}: MISSING, no pages found")
             continue
-        print(f"\n{name}: {len(pages)} pages; labels: {labelled_pages.LABELS[name]}")
-        print(f"{'method':16} {'P':>6} {'R':>6} {'F1':>6} {'4-gram':>7} {'s/page':>7}")
+        parts = Counter(p.part for p in pages)
+        print(f"\n{name}: {len(pages)} pages ({parts['tune']} tune, {parts['held-out']} held-out); "
+              f"labels: {labelled_pages.LABELS[name]}")
+        print(f"{'method':18} {'part':9} {'pages':>5} {'P':>6} {'R':>6} {'F1':>6} {'4-gram':>7} {'ms/page':>8}")
         by_source: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        results[name] = {}
         for label, fn in methods.items():
-            sums = [0.0] * 4
-            t0 = time.perf_counter()
+            scores: dict[str, list[tuple[float, float, float, float, float]]] = defaultdict(list)
             for page in pages:
-                got, want = words(fn(page.html)), words(page.label)
+                t0 = time.perf_counter()
+                text = fn(page.html)
+                dt = time.perf_counter() - t0
+                got, want = words(text), words(page.label)
                 p, r, f = prf(got, want)
                 g = ngram_overlap(got, want)
                 by_source[_source(page.name)][label].append(f)
-                for k, v in enumerate((p, r, f, g)):
-                    sums[k] += v
+                scores[page.part].append((p, r, f, g, dt))
+                scores["all"].append((p, r, f, g, dt))
                 if args.per_page:
-                    print(f"    {label:16} {page.name:50} P={p:.2f} R={r:.2f} F1={f:.2f} 4g={g:.2f}")
-            dt = (time.perf_counter() - t0) / len(pages)
-            p, r, f, g = (s / len(pages) for s in sums)
-            print(f"{label:16} {p:6.3f} {r:6.3f} {f:6.3f} {g:7.3f} {dt:7.3f}")
+                    print(f"    {label:18} {page.part:9} {page.name:50} P={p:.2f} R={r:.2f} F1={f:.2f} 4g={g:.2f}")
+            results[name][label] = {}
+            for part in ("tune", "held-out", "all"):
+                rows = scores.get(part)
+                if not rows:
+                    continue
+                p, r, f, g, dt = (sum(col) / len(rows) for col in zip(*rows))
+                results[name][label][part] = {"pages": len(rows), "precision": round(p, 4), "recall": round(r, 4),
+                                              "f1": round(f, 4), "ngram4": round(g, 4), "ms_per_page": round(1000 * dt, 2)}
+                print(f"{label:18} {part:9} {len(rows):5} {p:6.3f} {r:6.3f} {f:6.3f} {g:7.3f} {1000 * dt:8.1f}")
         if len(by_source) > 1:  # one manual with many pages of one kind can carry a set's average
             print("  F1 by source: " + "; ".join(
                 f"{src} ({len(next(iter(fs.values())))}): " + " ".join(f"{sum(v) / len(v):.2f}" for v in fs.values())
                 for src, fs in by_source.items()) + f"  [{', '.join(methods)}]")
+    if args.part == "both" and args.limit is None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+        print(f"\nwritten to {args.out}")
     return 0
 
 
