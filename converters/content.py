@@ -229,8 +229,9 @@ def library_text(root: HtmlElement) -> str:
         # searchable as boilerplate. ``fast`` skips its second opinions (readability, jusText):
         # half the time, and on the labelled pages no lower F1 (docs/benchmarks.md).
         return trafilatura.extract(root, fast=True, include_comments=False, include_tables=True) or ""
-    except (RecursionError, ValueError, TypeError, AttributeError) as exc:
-        # A hostile or odd tree the library trips on: our own method decides instead.
+    except Exception as exc:  # noqa: BLE001
+        # Any tree the library trips on (a hostile page, a bug of its own) costs the file nothing:
+        # our own method decides instead.
         logger.debug("trafilatura failed (%s): DOM method instead", exc)
         return ""
 
@@ -271,9 +272,7 @@ def align(blocks: Sequence[Block], main_words: Sequence[str]) -> set[int]:
     spans: list[tuple[int, int, int, int]] = []  # (block, start, end, weight) of placed blocks
     for b, ws in enumerate(words):
         if len(ws) >= 3:
-            span = _place(ws, index)
-            if span:
-                spans.append((b, *span))
+            spans.extend((b, *place) for place in _place(ws, index))
     chain = _chain(spans, len(main_words))
     main = {b for b, _, _ in chain}
     starts = [s for _, s, _ in chain]
@@ -292,29 +291,32 @@ def align(blocks: Sequence[Block], main_words: Sequence[str]) -> set[int]:
 _MAX_PLACES = 64  # occurrences of one 3-gram looked at: a phrase repeated more is no anchor
 
 
-def _place(ws: list[str], index: dict[tuple[str, ...], list[int]]) -> tuple[int, int, int] | None:
-    """``(start, end, grams found)`` where block words ``ws`` lie in the main text, or None."""
+def _place(ws: list[str], index: dict[tuple[str, ...], list[int]]) -> list[tuple[int, int, int]]:
+    """Where block words ``ws`` may lie in the main text: ``(start, end, grams found)`` at each of
+    the best-voted starts (several where the text repeats the block), best first."""
     grams = [tuple(ws[k:k + 3]) for k in range(len(ws) - 2)]
     votes: Counter[int] = Counter()
     for k, g in enumerate(grams):
         for p in index.get(g, ())[:_MAX_PLACES]:
             votes[p - k] += 1
-    if not votes:
-        return None
-    start = votes.most_common(1)[0][0]
-    # Words the extractor dropped inside the block shift the later 3-grams: count those near.
+    places = []
     slack = max(3, len(ws) // 10)
-    lo, hi = start - slack, start + len(ws) + slack
-    found = sum(1 for g in grams if any(lo <= p <= hi for p in index.get(g, ())[:_MAX_PLACES]))
-    if 2 * found < len(grams):
-        return None
-    return max(start, 0), start + len(ws), found
+    for start, v in votes.most_common(_MAX_PLACES):
+        if 2 * v < len(grams) and places:
+            break
+        # Words the extractor dropped inside the block shift the later 3-grams: count those near.
+        lo, hi = start - slack, start + len(ws) + slack
+        found = sum(1 for g in grams if any(lo <= p <= hi for p in index.get(g, ())[:_MAX_PLACES]))
+        if 2 * found >= len(grams):
+            places.append((max(start, 0), start + len(ws), found))
+    return places
 
 
 def _chain(spans: list[tuple[int, int, int, int]], size: int) -> list[tuple[int, int, int]]:
-    """The heaviest subsequence of ``spans`` (in block order) whose spans go forward in the
-    text (overlapping by 2 words at most): ``(block, start, end)``. A Fenwick tree of the best
-    chain weight ending at each text position makes it O(n log size)."""
+    """The heaviest subsequence of ``spans`` (block, start, end, weight; in block order, a block
+    possibly several times) taking a block once, whose spans go forward in the text (overlapping
+    by 2 words at most): ``(block, start, end)``. A Fenwick tree of the best chain weight ending
+    at each text position makes it O(n log size)."""
     tree = [(0, -1)] * (size + 3)  # (weight, index into spans) of the best chain ending at or before
 
     def best(pos: int) -> tuple[int, int]:
@@ -332,10 +334,17 @@ def _chain(spans: list[tuple[int, int, int, int]], size: int) -> list[tuple[int,
             pos += pos & -pos
 
     back: list[int] = []
-    for n, (_, start, end, weight) in enumerate(spans):
+    pending: list[tuple[int, tuple[int, int]]] = []
+    for n, (block, start, end, weight) in enumerate(spans):
+        if pending and spans[n - 1][0] != block:  # a block's places never chain to each other
+            for pos, value in pending:
+                put(pos, value)
+            pending = []
         w, prev = best(start + 2 + 1)  # positions are 1-based in the tree
         back.append(prev)
-        put(end + 1, (w + weight, n))  # a later span wins a tie: (w, n) compares n last
+        pending.append((end + 1, (w + weight, n)))  # a later span wins a tie: (w, n) compares n last
+    for pos, value in pending:
+        put(pos, value)
     w, n = best(size + 2)
     chain = []
     while n >= 0:
