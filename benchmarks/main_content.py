@@ -24,8 +24,10 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from deskdex.converters import content, html  # noqa: E402
 from deskdex.converters.content import WORD  # noqa: E402
 from deskdex.converters.html import from_text  # noqa: E402
+from deskdex.converters.source import Source  # noqa: E402
 import labelled_pages  # noqa: E402
 
 
@@ -69,9 +71,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="only the pages of one part (tune while tuning: the held-out part stays unseen)")
     ap.add_argument("--per-page", action="store_true")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "main_content.json")
+    ap.add_argument("--corpus-speed", metavar="METHOD", choices=(*content.METHODS, "none"),
+                    help="instead: convert the corpus's HTML pages with METHOD and print the time")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
+    if args.corpus_speed:
+        return corpus_speed(None if args.corpus_speed == "none" else args.corpus_speed)
     methods: dict[str, Callable[[str], str]] = {
         "default (traf.)": _deskdex("trafilatura"), "dom": _deskdex("dom"), "tokens (notes)": _deskdex("tokens"),
         "all text": _deskdex(None)}
@@ -127,6 +133,21 @@ def main(argv: list[str] | None = None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1) + "\n")
         print(f"\nwritten to {args.out}")
+    return 0
+
+
+def corpus_speed(method: str | None, corpus: Path = labelled_pages.CORPUS) -> int:
+    """Convert every HTML page of the corpus (by suffix) with ``method``: the time indexing spends."""
+    paths = sorted(p for p in corpus.rglob("*") if p.suffix.lower() in (".html", ".htm", ".xhtml") and p.is_file())
+    t0 = time.perf_counter()
+    blocks = main = 0
+    for path in paths:
+        doc = html.convert(Source.from_path(path), "text/html", main_content=method)
+        blocks += len(doc.blocks)
+        main += sum(not b.boilerplate for b in doc.blocks)
+    dt = time.perf_counter() - t0
+    print(f"{method}: {len(paths)} pages in {dt:.1f} s ({1000 * dt / max(len(paths), 1):.1f} ms/page); "
+          f"{main} of {blocks} blocks main")
     return 0
 
 

@@ -117,7 +117,7 @@ def mark(doc: Document, page: PageTokens, method: str = DEFAULT, root: HtmlEleme
     main: set[int] | None = None
     if method == "trafilatura":
         if root is not None and len(doc.blocks) <= LIBRARY_MAX_BLOCKS:
-            main = _main_by_library(doc.blocks, root, page.hints)
+            main = _main_by_library(doc.blocks, root, page)
         if main is None:  # no main text found (or a page too large for it): our own method decides
             method = "dom"
     if main is not None:
@@ -222,13 +222,13 @@ def _dom_run(blocks: list[Block], hints: dict[int, int]) -> set[int] | None:
 
 def library_text(root: HtmlElement) -> str:
     """The main text trafilatura finds in a parsed page ("" when it finds none or fails)."""
-    import trafilatura  # imported on first use: 0.5 s and 15 MB that only HTML conversion needs
-
     try:
+        import trafilatura  # on first use: 0.5 s and 15 MB that only HTML conversion needs
+
         # Comments are left out of the main text as the labelled pages leave them out; they stay
-        # searchable as boilerplate. ``fast`` skips its second opinions (readability, jusText):
-        # half the time, and on the labelled pages no lower F1 (docs/benchmarks.md).
-        return trafilatura.extract(root, fast=True, include_comments=False, include_tables=True) or ""
+        # searchable as boilerplate. Not ``fast``: its second opinions (readability, jusText)
+        # double its time but keep the text of short pages its own rules miss.
+        return trafilatura.extract(root, include_comments=False, include_tables=True) or ""
     except Exception as exc:  # noqa: BLE001
         # Any tree the library trips on (a hostile page, a bug of its own) costs the file nothing:
         # our own method decides instead.
@@ -236,19 +236,22 @@ def library_text(root: HtmlElement) -> str:
         return ""
 
 
-def _main_by_library(blocks: list[Block], root: HtmlElement, hints: dict[int, int]) -> set[int] | None:
+def _main_by_library(blocks: list[Block], root: HtmlElement, page: PageTokens) -> set[int] | None:
     """The blocks whose text is trafilatura's main text, less those inside a ``nav``, ``footer``
-    or ``aside`` or a box whose class names boilerplate (its comment detection misses comment
-    lists such a class names); None when it returns nothing."""
+    or ``aside`` (short pages it takes whole) or a box whose class names boilerplate (its comment
+    detection misses comment lists such a class names); None when it returns nothing."""
     text = library_text(root)
     if not text.strip():
         return None
     main = align(blocks, [w.lower() for w in WORD.findall(text)])
+    elements = {n for n in main if page.hints.get(n, 0) < 0 and n not in page.named}
+    if main - elements:
+        main -= elements
     # An id names no box: Sphinx and others make ids from headings ("sharing-cookies").
-    vetoed = {n for n in main if hints.get(n, 0) < 0 and hints[n] != ID_HINT}
+    classes = {n for n in main if page.hints.get(n, 0) < 0 and page.hints[n] != ID_HINT}
     # A class over all of the text (an article "post social-share") was wrong: kept.
-    if sum(count_words(blocks[n].text) for n in main - vetoed) >= MIN_TEXT:
-        main -= vetoed
+    if sum(count_words(blocks[n].text) for n in main - classes) >= MIN_TEXT:
+        main -= classes
     return main
 
 

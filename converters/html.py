@@ -43,13 +43,13 @@ STYLES = {"em": "em", "i": "em", "cite": "em", "strong": "strong", "b": "strong"
           "kbd": "code", "samp": "code", "tt": "code"}
 
 
-def convert(source: Source, mime: str) -> Document:
+def convert(source: Source, mime: str, main_content: str | None = content.DEFAULT) -> Document:
     data = source.read()
     if not data.strip():
         return Document(uri=source.uri, mime=mime, title=source.name)
     m = _CHARSET.search(data[:4096])
     text, encoding = decode(data, m.group(1).decode("ascii") if m else source_charset(source))
-    return from_text(text, source.uri, mime, fallback_title=source.name, encoding=encoding)
+    return from_text(text, source.uri, mime, fallback_title=source.name, encoding=encoding, main_content=main_content)
 
 
 def source_charset(source: Source) -> str | None:
