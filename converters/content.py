@@ -302,7 +302,7 @@ def _place(ws: list[str], index: dict[tuple[str, ...], list[int]]) -> list[tuple
     for k, g in enumerate(grams):
         for p in index.get(g, ())[:_MAX_PLACES]:
             votes[p - k] += 1
-    places = []
+    places: list[tuple[int, int, int]] = []
     slack = max(3, len(ws) // 10)
     for start, v in votes.most_common(_MAX_PLACES):
         if 2 * v < len(grams) and places:
