@@ -177,3 +177,14 @@ def test_align_leaves_out_blocks_the_text_does_not_hold() -> None:
     bs = blocks("a paragraph the extractor kept", "a list of links it left out", "kept too, this one")
     assert align(bs, words("a paragraph the extractor kept kept too, this one")) == {0, 2}
     assert align(bs, []) == set()
+
+
+def test_a_huge_page_goes_to_the_dom_method_quickly() -> None:
+    # 40,000 paragraphs (5 MB): trafilatura would take most of a file's time limit on it.
+    html = "<html><body><nav><a href='/'>Home</a></nav>" + "".join(
+        f"<p>{ARTICLE[n % 4]} Paragraph {n}.</p>" for n in range(40_000)) + "</body></html>"
+    start = time.process_time()
+    doc = from_text(html, "file:///huge.html", "text/html")
+    assert time.process_time() - start < 30
+    assert len(doc.blocks) > content.LIBRARY_MAX_BLOCKS
+    assert doc.blocks[0].boilerplate and not doc.blocks[1].boilerplate and not doc.blocks[-1].boilerplate
