@@ -1,7 +1,12 @@
 """Main content of a web page: which blocks are the text and which are boilerplate.
 
-Two methods mark ``Block.boilerplate`` on a converted HTML Document; boilerplate blocks are kept
-(ranking down-weights them), only flagged.
+Three methods mark ``Block.boilerplate`` on a converted HTML Document; boilerplate blocks are kept
+(ranking down-weights them, in the ``boiler`` field), only flagged.
+
+``trafilatura`` (the default, issue 17): trafilatura, a library made for the job, finds the main
+text of the parsed page; ``align`` places our blocks in that text, and blocks under ``nav``,
+``footer``, ``aside`` or a class naming boilerplate are left out of it (see ``_main_by_library``).
+Where it finds nothing, fails, or the page is too large for it, the ``dom`` method decides.
 
 ``tokens``: the lecture notes' content-block method. The page is a sequence of tokens, each a tag
 or a word; choose ``i <= j`` to maximise the tags before ``i`` and after ``j`` plus the words
@@ -12,7 +17,7 @@ the plateau of the notes' figure on real pages: inline formatting (``<em>``, ``<
 is not a tag token, being no page structure (converters.html.INLINE), and a word of anchor text
 weighs 0, not +1, since navigation and related-story lists are text in links.
 
-``dom`` (the default): each block is scored from its own text and link density and from DOM hints
+``dom`` (the fallback; the default before issue 17): each block is scored from its own text and link density and from DOM hints
 (``nav``/``footer``/``aside`` ancestors, class and id names such as ``sidebar`` or ``comment``);
 link lists, short fragments and hinted blocks score below zero, paragraphs of running text above.
 The main content is the run of blocks with the largest total score (the same maximum-sum
@@ -39,11 +44,11 @@ logger = logging.getLogger(__name__)
 METHODS = ("trafilatura", "dom", "tokens")
 DEFAULT = "trafilatura"
 ID_HINT = -2  # the hint of a block whose boilerplate name comes from an id only (see _main_by_library)
-MIN_TEXT = 10.0
+MIN_TEXT = 10.0  # the DOM score a page's best run needs to count as running text
 # Pages with more blocks go to the DOM method: trafilatura takes about 1 ms a block (a 2,300-block
 # page of the Python manual: 2.5 s) and a file has 60 s; an article has a few hundred.
 LIBRARY_MAX_BLOCKS = 5_000
-LIBRARY_SECOND_OPINION = 250  # a main text of fewer words is asked again with trafilatura's fallbacks  # the DOM score a page's best run needs to count as running text
+LIBRARY_SECOND_OPINION = 250  # a main text of fewer words is asked again with trafilatura's fallbacks
 
 # A word is a run of letters/digits; ideographs and kana count one each, since CJK text has no spaces.
 WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|\w+")
@@ -121,14 +126,13 @@ def mark(doc: Document, page: PageTokens, method: str = DEFAULT, root: HtmlEleme
             main = _main_by_library(doc.blocks, root, page)
         if main is None:  # no main text found (or a page too large for it): our own method decides
             method = "dom"
-    if main is not None:
-        pass
-    elif method == "tokens":
-        main = _main_by_tokens(page, len(doc.blocks))
-    elif method == "dom":
-        main = _main_by_dom(doc.blocks, page.hints, page.named)
-    else:
-        raise ValueError(f"unknown main-content method {method!r}; expected one of {METHODS}")
+    if main is None:
+        if method == "tokens":
+            main = _main_by_tokens(page, len(doc.blocks))
+        elif method == "dom":
+            main = _main_by_dom(doc.blocks, page.hints, page.named)
+        else:
+            raise ValueError(f"unknown main-content method {method!r}; expected one of {METHODS}")
     for n, block in enumerate(doc.blocks):
         block.boilerplate = n not in main
     logger.debug("%s: %d of %d blocks are main content (%s)", doc.uri, len(main), len(doc.blocks), method)
