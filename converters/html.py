@@ -43,13 +43,13 @@ STYLES = {"em": "em", "i": "em", "cite": "em", "strong": "strong", "b": "strong"
           "kbd": "code", "samp": "code", "tt": "code"}
 
 
-def convert(source: Source, mime: str) -> Document:
+def convert(source: Source, mime: str, main_content: str | None = content.DEFAULT) -> Document:
     data = source.read()
     if not data.strip():
         return Document(uri=source.uri, mime=mime, title=source.name)
     m = _CHARSET.search(data[:4096])
     text, encoding = decode(data, m.group(1).decode("ascii") if m else source_charset(source))
-    return from_text(text, source.uri, mime, fallback_title=source.name, encoding=encoding)
+    return from_text(text, source.uri, mime, fallback_title=source.name, encoding=encoding, main_content=main_content)
 
 
 def source_charset(source: Source) -> str | None:
@@ -68,7 +68,7 @@ def parse(text: str) -> lxml.html.HtmlElement:
 
 
 def from_text(text: str, uri: str, mime: str, fallback_title: str = "", encoding: str = "",
-              main_content: str | None = "dom") -> Document:
+              main_content: str | None = content.DEFAULT) -> Document:
     """Convert HTML text; ``main_content`` names the method of ``converters.content`` that marks
     boilerplate (None keeps only the element hints: ``nav``, ``footer``, ...)."""
     root = parse(text)
@@ -81,7 +81,7 @@ def from_text(text: str, uri: str, mime: str, fallback_title: str = "", encoding
     walker.walk(body if body is not None else root, boiler=False, pre=False)
     walker.flush()
     if main_content:
-        content.mark(doc, walker.page, main_content)
+        content.mark(doc, walker.page, main_content, root)
     if not doc.title:
         h = next(doc.headings(), None)
         doc.title = h.text if h is not None else fallback_title
@@ -186,12 +186,13 @@ def _hidden(el: etree._Element) -> bool:
 
 
 def _name_hint(el: etree._Element, inherited: int) -> int:
-    """-1 or +1 where the element's class or id names boilerplate or content; else the parent's."""
+    """-1 where the element's class names boilerplate (``content.ID_HINT`` where only its id does),
+    +1 where its class or id names content; else the parent's."""
     names = f"{el.get('class') or ''} {el.get('id') or ''} {el.get('role') or ''}".strip()
     if not names:
         return inherited
     if content.BOILER_NAMES.search(names):
-        return -1
+        return -1 if content.BOILER_NAMES.search(f"{el.get('class') or ''} {el.get('role') or ''}") else content.ID_HINT
     if content.CONTENT_NAMES.search(names) or el.tag in ("article", "main"):
         return 1
     return inherited
