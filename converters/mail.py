@@ -20,6 +20,7 @@ from typing import Iterator
 
 from .document import Document
 from deskdex.errors import CorruptFile
+from . import content
 from .html import from_text
 from .registry import Member
 from .source import Source
@@ -58,7 +59,7 @@ def message_document(msg: EmailMessage, uri: str, mime: str, fallback_title: str
     if body is not None:
         text, subtype = body
         if subtype == "html":
-            html_doc = from_text(text, uri, mime) if text.strip() else None
+            html_doc = from_text(text, uri, mime, main_content=content.FOR_WHOLE_TEXTS) if text.strip() else None
             doc.blocks.extend(html_doc.blocks if html_doc else [])
         else:
             for para in _PARA.split(text.replace("\r\n", "\n")):

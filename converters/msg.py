@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from .document import Document
 from deskdex.errors import CorruptFile
+from . import content
 from .html import from_text
 from .mail import member_name
 from .ole import MSG_MIME
@@ -90,7 +91,7 @@ def _document(msg: Any, source: Source, mime: str) -> Document:
     else:
         html = getattr(msg, "htmlBody", None)
         if isinstance(html, bytes) and html.strip():
-            doc.blocks.extend(from_text(decode(html)[0], source.uri, mime).blocks)
+            doc.blocks.extend(from_text(decode(html)[0], source.uri, mime, main_content=content.FOR_WHOLE_TEXTS).blocks)
     doc.title = " ".join(_field(msg, "subject").split()) or source.name
     return doc
 
