@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         cluster: int  # 0: in no duplicate cluster
         highlights: list[list[int]] | None  # [start, end) character ranges in snippet; None: no snippets
         duplicates: int  # other documents of its cluster (for another user of an enterprise daemon: that they may read)
+        lang: str | None  # ISO 639-1 code of the language detected in its text; None: not told
 
     class SearchResults(TypedDict):
         total: int

@@ -291,6 +291,7 @@ class Collection:
                 text_checksum(doc.body_text() + "\n" + doc.body_text(boilerplate=True))
             row.title = doc.title
             row.mime = doc.mime
+            row.lang = doc.meta.get("lang")
             self.catalog.put_text(row.blob, data)
         self._store(row, doc, feats)
 
@@ -335,7 +336,7 @@ class Collection:
     def reuse(self, row: Row, same: Row) -> None:
         """Store ``row`` with the text of ``same``: no conversion. ``same`` is ``row`` itself, or
         a file with identical bytes that ``reusable`` allows."""
-        row.blob, row.text_sum, row.title, row.mime = same.blob, same.text_sum, same.title, same.mime
+        row.blob, row.text_sum, row.title, row.mime, row.lang = same.blob, same.text_sum, same.title, same.mime, same.lang
         self._store(row, self.document(row))
 
     @_writes
