@@ -2,8 +2,9 @@
 
 py3langid (a naive Bayes model over byte n-grams, 97 languages, numpy) reads a bounded sample
 of the main text: the first SAMPLE characters. benchmarks/language_detect.py compares it with
-lingua (low accuracy mode) on corpus pages: a few points less accurate, four to five times
-faster (a cost every document pays in a worker), the same memory (docs/benchmarks.md). The
+lingua (low accuracy mode) on corpus pages: three points less accurate (both err on pages mixing
+two languages), eight times faster (a cost every document pays in a worker), the same memory
+(docs/benchmarks.md). The
 model loads on first use, once per worker.
 
 The code is ISO 639-1 (``de``); index/fulltext.py stems the body with that language's Snowball

@@ -485,9 +485,22 @@ class Collection:
         assert self.writable
         self.writer.delete_all()
         n = 0
+        told: list[tuple[str, str]] = []
         for row in self.catalog.rows():
-            self.writer.add(fulltext.to_fields(row, self.document(row) if row.status == "ok" else None))
+            doc = self.document(row) if row.status == "ok" else None
+            if doc is not None and row.lang is None:
+                # Text stored by a deskdex that told no languages (its catalog has them NULL):
+                # told here, once, rather than converting every file again.
+                from deskdex.converters import language
+
+                language.tag(doc)
+                row.lang = doc.meta.get("lang")
+                if row.lang:
+                    told.append((row.uri, row.lang))
+            self.writer.add(fulltext.to_fields(row, doc))
             n += 1
+        for uri, lang in told:  # after the scan of the table: no update under a running SELECT
+            self.catalog.set_lang(uri, lang)
         self.writer.commit()
         return n
 

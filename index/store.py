@@ -272,6 +272,10 @@ class Catalog:
         self.begin()
         self.db.execute("UPDATE docs SET cluster=? WHERE id=?", (cluster, doc_id))
 
+    def set_lang(self, uri: str, lang: str | None) -> None:
+        self.begin()
+        self.db.execute("UPDATE docs SET lang=? WHERE uri=?", (lang, uri))
+
     def mark_pending(self, uri: str) -> None:
         self.begin()
         self.db.execute("INSERT OR IGNORE INTO pending(uri) VALUES(?)", (uri,))

@@ -143,3 +143,29 @@ def test_language_codes_are_the_models():
 
     classes = set(LanguageIdentifier.from_model_file(MODEL_FILE).nb_classes)
     assert {language._ALIASES.get(c, c) for c in classes} == language.CODES
+
+
+def test_an_index_of_an_earlier_schema_is_rebuilt_with_languages(tmp_path):
+    """What an upgraded daemon meets: a catalog without the lang column, an index of schema 4.
+    Opening it to write adds the column, rebuilds the index and tells each stored text's
+    language, converting nothing."""
+    from deskdex.converters import Block, Document
+    from deskdex.index import Row
+    from deskdex.index.fulltext import SCHEMA_VERSION
+
+    data = str(tmp_path / "data")
+    text = TEXTS["altstadt.txt"].split("\n\n")[1]
+    with Collection.open(data, writable=True) as coll:
+        doc = Document(uri="file:///d/altstadt.txt", mime="text/plain", title="Die Altstadt",
+                       blocks=[Block.of("p", text)])
+        coll.put(Row(uri="file:///d/altstadt.txt", path="/d/altstadt.txt", size=len(text), mtime=1.0), doc)
+    db = sqlite3.connect(tmp_path / "data" / "catalog.sqlite")
+    db.execute("ALTER TABLE docs DROP COLUMN lang")
+    db.execute("UPDATE meta SET value='4' WHERE key='schema'")
+    db.commit()
+    db.close()
+    with Collection.open(data, writable=True) as coll:
+        assert coll.catalog.get_meta("schema") == SCHEMA_VERSION
+        assert [Path(h["path"]).name for h in search(coll, "Haus")["hits"]] == ["altstadt.txt"]
+        row = coll.catalog.get("file:///d/altstadt.txt")
+        assert row is not None and row.lang == "de"
