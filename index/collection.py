@@ -336,7 +336,8 @@ class Collection:
     def reuse(self, row: Row, same: Row) -> None:
         """Store ``row`` with the text of ``same``: no conversion. ``same`` is ``row`` itself, or
         a file with identical bytes that ``reusable`` allows."""
-        row.blob, row.text_sum, row.title, row.mime, row.lang = same.blob, same.text_sum, same.title, same.mime, same.lang
+        row.blob, row.text_sum, row.title, row.mime = same.blob, same.text_sum, same.title, same.mime
+        row.lang = same.lang
         self._store(row, self.document(row))
 
     @_writes

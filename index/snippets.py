@@ -338,7 +338,8 @@ class Snippets:
             if not found[k] and _finder(self._a.terms[k], accents=True):
                 for start, part in text.parts():
                     if _ACCENT.search(part):
-                        self._look(part, start, max(0, text.header - start), k, _finder(self._a.terms[k], accents=True), found, tries)
+                        self._look(part, start, max(0, text.header - start), k,
+                                   _finder(self._a.terms[k], accents=True), found, tries)
         places = sorted((pos, k) for k, f in enumerate(found) for pos in f)
         self.work.places += len(places)
         return places

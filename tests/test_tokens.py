@@ -27,8 +27,8 @@ region, shown to the board in the spring meeting.</text:p></draw:text-box></draw
 </draw:page></office:presentation></office:body></office:document-content>"""
 
 TEXTS = {
-    "sets.txt": "Reading notes\n\nThe chapter by Goldrei的集合论 explains ordinals and cardinals, with many exercises "
-                "about well ordered sets and the axiom of choice.",
+    "sets.txt": "Reading notes\n\nThe chapter by Goldrei的集合论 explains ordinals and cardinals, with many "
+                "exercises about well ordered sets and the axiom of choice.",
     "moscow.txt": "Travel notes\n\nWe walked through Москваcity at night and then took the train back to the "
                   "hotel near the river, tired but happy.",
     "MyReport2024.txt": "Quarterly figures\n\nSales grew in the northern region while costs stayed flat for the "
@@ -54,6 +54,8 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[CLI, Path]:
     with zipfile.ZipFile(docs / "examples-emb_spreadsheet.odp", "w") as z:
         z.writestr("mimetype", "application/vnd.oasis.opendocument.presentation", compress_type=zipfile.ZIP_STORED)
         z.writestr("content.xml", ODP_CONTENT)
+    with zipfile.ZipFile(docs / "bundle.zip", "w") as z:
+        z.writestr("inner/QuarterlyBudgetPlan.txt", "Spending\n\nMoney set aside for the new roof and the garden.")
     cli = CLI(home)
     cli.run("index", str(docs))
     return cli, home
@@ -84,6 +86,13 @@ def test_words_of_file_names(indexed):
     assert found(cli, "report") == ["MyReport2024.txt"]
     assert found(cli, "MyReport2024") == ["MyReport2024.txt"]  # the whole name still
     assert found(cli, "examples-emb_spreadsheet.odp") == ["examples-emb_spreadsheet.odp"]
+
+
+def test_an_archive_members_own_name_counts(indexed):
+    cli, _ = indexed
+    hits = cli.json("search", "budget")["hits"]
+    assert [h["uri"].rsplit("#", 1)[1] for h in hits] == ["inner/QuarterlyBudgetPlan.txt"]
+    assert [h["uri"].rsplit("#", 1)[1] for h in cli.json("search", "plan")["hits"]] == ["inner/QuarterlyBudgetPlan.txt"]
 
 
 def test_folder_names_are_words_and_path_filters_keep_their_meaning(indexed):
