@@ -93,6 +93,8 @@ def add_search_options(s: argparse.ArgumentParser) -> None:
             target.add_argument(*o.names, action="store_true", help=o.help)
         elif o.kind == "choice":
             target.add_argument(*o.names, choices=o.choices, default=o.default, help=o.help)
+        elif o.kind == "str":
+            target.add_argument(*o.names, default=o.default, help=o.help, metavar=o.metavar)
         else:
             # every integer option of the table has a minimum: a count of results or a result's number
             target.add_argument(*o.names, type=at_least(o.minimum or 0), default=o.default, help=o.help,
@@ -135,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Search the index. Words are ANDed; use OR, NOT, -word, \"phrases\", prefix*, "
                                    "fuzzy~ and filters such as title:, in:, ext:, type:, after:, size:>10MB "
                                    "(docs/search.md has them all).")
-    s.add_argument("query", nargs="+")
+    s.add_argument("query", nargs="*", help="the words (optional with --similar)")
     add_search_options(s)
     s.set_defaults(func=reading.cmd_search)
 

@@ -42,17 +42,20 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.null and not args.paths:
         print("deskdex: -0/--null goes with --paths: deskdex search WORDS --paths -0", file=sys.stderr)
         return EXIT_USAGE
+    if not args.query and args.similar is None:
+        print("deskdex: search what? deskdex search WORDS (or --similar URI)", file=sys.stderr)
+        return EXIT_USAGE
     limit = max(args.limit, args.open or 0)
     query = " ".join(args.query)
     snippets = not (args.paths or args.open)
     results = ask_daemon(args, "search", query=query, limit=limit, offset=args.offset, sort=args.sort,
-                         all=args.all, snippets=snippets)
+                         all=args.all, snippets=snippets, similar=args.similar)
     if results is None:
         from deskdex.index import Collection, search
 
         with Collection.open(home_of(args).data_dir) as coll:
             results = search(coll, query, limit=limit, offset=args.offset, sort=args.sort,
-                             snippets=snippets, collapse=not args.all)
+                             snippets=snippets, collapse=not args.all, similar=args.similar)
     if args.open:
         hits = results["hits"]
         if args.open > len(hits):

@@ -109,7 +109,7 @@ def render_hits(results: SearchResults, color: bool, links: bool = False) -> str
         where = terminal_safe(shown_location(h))
         title = terminal_safe(h.get("title") or "") or where
         shown = hyperlink(h["uri"], where) if links else where
-        more = duplicates(h.get("duplicates") or 0)
+        more = duplicates(h.get("duplicates") or 0, h.get("similar") or 0)
         if color:
             out.append(f"{BOLD}{n}. {title}{RESET}\n   {CYAN}{shown}{RESET}  {DIM}{date}  {human(h['size'])}"
                        f"{more}{RESET}\n")
@@ -121,10 +121,12 @@ def render_hits(results: SearchResults, color: bool, links: bool = False) -> str
     return "".join(out)
 
 
-def duplicates(n: int) -> str:
-    """What a hit of a duplicate cluster adds to its line: how many other documents the cluster
-    holds (collapsed results stand for them; ``--all`` shows them)."""
-    return f"  {n} duplicate{'s' if n > 1 else ''}" if n > 0 else ""
+def duplicates(n: int, similar: int = 0) -> str:
+    """What a hit of a duplicate cluster adds to its line: how many copies it stands for (``--all``
+    shows them) and how many similar documents its cluster holds besides (``--similar URI``
+    lists them all)."""
+    parts = ([f"{n} duplicate{'s' if n > 1 else ''}"] if n > 0 else []) + ([f"{similar} similar"] if similar > 0 else [])
+    return "  " + ", ".join(parts) if parts else ""
 
 
 def shown_location(hit: Mapping[str, object]) -> str:

@@ -18,7 +18,7 @@ COMMON_VALUES = ("--home",)  # ... and options with a value
 
 
 class Option:
-    """``--name`` of ``deskdex search``: ``kind`` is "flag", "int" (``minimum`` and up) or "choice";
+    """``--name`` of ``deskdex search``: ``kind`` is "flag", "int" (``minimum`` and up), "str" or "choice";
     ``short``, another name for it (``-0``)."""
 
     __slots__ = ("flag", "dest", "kind", "default", "help", "minimum", "choices", "group", "metavar", "short")
@@ -37,6 +37,8 @@ class Option:
 
     def convert(self, text: str) -> Any:
         """The value of ``text``; ValueError when argparse would refuse it."""
+        if self.kind == "str":
+            return text
         if self.kind == "int":
             if not text.strip().lstrip("+-").isdigit():
                 raise ValueError(text)
@@ -54,7 +56,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--offset", "int", 0, "skip this many results first", minimum=0),
     Option("--sort", "choice", "relevance", "order by relevance (default), date (newest first) or size "
            "(largest first)", choices=("relevance", "date", "size")),
-    Option("--all", "flag", False, "show every near-duplicate too (default: the best of each duplicate cluster)"),
+    Option("--all", "flag", False, "show every copy too (default: the best-matching of each group of copies)"),
+    Option("--similar", "str", None, "list every document of the cluster of this hit's URI (its copies and "
+           "similar documents), ranked by the words, which may then be left out", metavar="URI"),
     Option("--json", "flag", False, "print {total, hits: [...]} as JSON", group="output"),
     Option("--paths", "flag", False, "print the paths of the files found, one a line: exact for another program, "
            "made safe to read on a terminal", group="output"),

@@ -51,7 +51,9 @@ if TYPE_CHECKING:
         source: str  # "files" or "web"
         cluster: int  # 0: in no duplicate cluster
         highlights: list[list[int]] | None  # [start, end) character ranges in snippet; None: no snippets
-        duplicates: int  # other documents of its cluster (for another user of an enterprise daemon: that they may read)
+        # Both for another user of an enterprise daemon: of the documents they may read.
+        duplicates: int  # its copies (same text and format, or near-copies): what a collapsed hit stands for
+        similar: int  # the other documents of its cluster (other formats, versions, translations): never hidden
         lang: str | None  # ISO 639-1 code of the language detected in its text; None: not told
 
     class SearchResults(TypedDict):
@@ -138,14 +140,16 @@ OPS: dict[str, Op] = {op.name: op for op in (
        Arg("failures", bool, False, "also list every failed file with its reason (root or the owner only)"),
        public=True),
     Op("search", "Ranked hits: {total, hits: [{uri, path, title, snippet, highlights, score, mime, mtime, size, "
-                 "ext, source, cluster, duplicates}]}. Another user of an enterprise-mode daemon finds only "
+                 "ext, source, cluster, duplicates, similar}]}. Another user of an enterprise-mode daemon finds only "
                  "what they may read, ranked and counted from what they may read alone (docs/search.md).",
        Arg("query", str, REQUIRED, "the query (docs/search.md)", longest=MAX_QUERY),
        Arg("limit", int, 10, "hits to return", minimum=1, maximum=MAX_LIMIT),
        Arg("offset", int, 0, "hits to skip first", minimum=0, maximum=MAX_LIMIT),
        Arg("sort", str, "relevance", "order of the hits", choices=SORTS),
-       Arg("all", bool, False, "every near-duplicate, not one hit per duplicate cluster"),
+       Arg("all", bool, False, "every copy, not one hit per group of copies"),
        Arg("snippets", bool, True, "compute snippets (off for paths only: faster)"),
+       Arg("similar", str, None, "a hit's uri: every document of its cluster (copies and similar), ranked by "
+                                 "the query, which may then be empty; none collapsed", nullable=True),
        public=True),
     Op("pause", "Hold indexing (changes are kept and applied on resume); answers {state}."),
     Op("resume", "Resume indexing; answers {state, paused: false}."),

@@ -119,7 +119,7 @@ class Ops:
         reader_uid = self._reader_uid(req.peer)
         with self.daemon.reading() as reader:
             return search(reader, a["query"], limit=a["limit"], offset=a["offset"], sort=a["sort"],
-                          collapse=not a["all"], reader=reader_uid, snippets=a["snippets"])
+                          collapse=not a["all"], reader=reader_uid, snippets=a["snippets"], similar=a["similar"])
 
     # -- root's (or the owner's) ops ------------------------------------------------------------------
     def dups(self, req: Request) -> dict[str, Any]:

@@ -10,15 +10,39 @@ and exact-copy groups), each named by its smallest document id: what the reader 
 its readable documents alone. Left open: the near-duplicate edges were found among at most
 ``MAX_CANDIDATES`` simhash candidates (index/duplicates.py), so hundreds of near-identical
 documents of others could crowd out an edge between two of the reader's documents.
+
+Within a cluster, a search collapses only the copies (issue 17): documents a person would call
+the same one. Two documents are copies when they have the same text in the same format (the
+text checksum and the MIME type), or are near-duplicates of the same format and language at
+``COPY_SIMILARITY`` or more of their fingerprints. The rest of a cluster (another format of
+the same text, another version, a translation that shares part of its body) is "similar": shown
+as hits of their own, each saying how many similar documents there are. Without a reader
+(``uid`` None) every document is readable: the same code answers root's searches.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from dataclasses import dataclass
 from typing import Iterable
 
+from . import fingerprints as fpr
 from .access import EVERYONE, reader_terms
 from .clusters import UnionFind
+
+# Near-duplicates at or above this share of fingerprints in common are copies, collapsed in a
+# search; below it, similar. Chosen from the clusters of the test corpus (docs/benchmarks.md,
+# "Collapsing (issue 17)"): successive versions of one text (the Debian Constitution 1.1 to
+# 1.8, git's release notes) share 0.91 to 0.985 of their fingerprints; what people call the same
+# document (a license with another year, a file saved again) shares 0.99 or more.
+COPY_SIMILARITY = 0.99
+# The fingerprints cover a document's main text only: pages whose main text was not found (index
+# pages of a manual, a table of contents) share all of theirs while their sizes differ tenfold.
+# Near-copies are of about the same size too.
+COPY_SIZE_RATIO = 0.9
+# A path part that names a language: "de", "pt_BR", "zh-CN", "ca@valencia" (URI-encoded too).
+_LANGUAGE_TAG = re.compile(r"^[a-z]{2,3}(?:(?:[-_@]|%40)[A-Za-z0-9]{2,8})?$")
 
 
 def may_read(readers: str | None, uid: int) -> bool:
@@ -27,73 +51,176 @@ def may_read(readers: str | None, uid: int) -> bool:
     return uid in terms or EVERYONE in terms
 
 
-class ReadableClusters:
-    """The clusters of one reader, worked out cluster by cluster as asked (one search's worth)."""
+# What decides whether two documents may be copies: (text checksum, MIME type, language, the
+# parts of the URI between "/" and ".", split once per document rather than once per edge, size).
+_Kind = tuple[str | None, str, str | None, tuple[str, ...], int]
 
-    def __init__(self, db: sqlite3.Connection, uid: int) -> None:
+
+@dataclass(slots=True)
+class _Split:
+    """One global cluster cut down to a reader's documents: each readable document's component
+    (``similar``) and, worked out when first asked, its copies (``copies``), both sorted lists of
+    ids including itself."""
+
+    ids: dict[str, int]  # uri -> doc id, readable documents only
+    kinds: dict[int, _Kind]
+    edges: list[tuple[int, int]]  # the near-duplicate edges among the readable documents
+    similar: dict[int, list[int]]
+    copies: dict[int, list[int]] | None = None
+
+
+class ReadableClusters:
+    """The clusters of one reader (``uid`` None: every document), worked out cluster by cluster
+    as asked (one search's worth)."""
+
+    def __init__(self, db: sqlite3.Connection, uid: int | None) -> None:
         self.db = db
         self.uid = uid
-        self._of: dict[int, dict[int, list[int]]] = {}  # global cluster -> readable doc -> its component
+        self._of: dict[int, _Split] = {}  # global cluster -> its split
+        self._cols: set[str] | None = None
 
     def component(self, uri: str, cluster: int) -> list[int]:
         """The ids of the readable documents in the readable cluster of the document ``uri``
         (itself included, sorted), given ``cluster``, its cluster id over every document (0:
         none); a single id or none when it stands alone."""
-        if not cluster:
-            return []
-        row = self.db.execute("SELECT id FROM docs WHERE uri=?", (uri,)).fetchone()
-        if row is None:
-            return []
-        if cluster not in self._of:
-            self._of[cluster] = self._split(cluster)
-        return self._of[cluster].get(row[0], [row[0]])
+        return self._members(uri, cluster, copies=False)
+
+    def copies(self, uri: str, cluster: int) -> list[int]:
+        """As ``component``, its copies only: what one collapsed hit stands for."""
+        return self._members(uri, cluster, copies=True)
 
     def cluster_id(self, uri: str, cluster: int) -> int:
         """The id to show: the smallest document id of the readable cluster, 0 when alone."""
         members = self.component(uri, cluster)
         return members[0] if len(members) > 1 else 0
 
-    def _split(self, cluster: int) -> dict[int, list[int]]:
-        rows = self.db.execute("SELECT c.doc, c.grp, d.readers FROM dup_cluster c JOIN docs d ON d.id = c.doc "
-                               "WHERE c.cluster=?", (cluster,)).fetchall()
-        readable = {doc: grp for doc, grp, readers in rows if may_read(readers, self.uid)}
-        if len(readable) < 2:
-            return {}
-        edges = self.db.execute("SELECT e.a, e.b FROM dup_edges e JOIN dup_cluster c ON c.doc = e.a "
-                                "WHERE c.cluster=?", (cluster,)).fetchall()
-        return _components(readable, edges)
+    def copy_id(self, uri: str, cluster: int) -> int:
+        """What a search collapses on: the smallest id of the document's copies, 0 when it has none."""
+        members = self.copies(uri, cluster)
+        return members[0] if len(members) > 1 else 0
+
+    def _members(self, uri: str, cluster: int, copies: bool) -> list[int]:
+        if not cluster:
+            return []
+        if cluster not in self._of:
+            self._of[cluster] = self._split(cluster)
+        split = self._of[cluster]
+        doc = split.ids.get(uri)
+        if doc is None:
+            # Alone in the cluster for this reader (or not readable at all: then the search never
+            # found it, and the caller asks of a document it may read).
+            row = self.db.execute("SELECT id FROM docs WHERE uri=?", (uri,)).fetchone()
+            return [] if row is None else [row[0]]
+        return (self._copies(split) if copies else split.similar).get(doc, [doc])
+
+    def _readable(self, readers: str | None) -> bool:
+        return self.uid is None or may_read(readers, self.uid)
+
+    def _split(self, cluster: int) -> _Split:
+        mime, lang, size = (f"d.{c}" if c in self._columns() else "NULL" for c in ("mime", "lang", "size"))
+        rows = self.db.execute(f"SELECT c.doc, c.grp, d.readers, d.uri, {mime}, {lang}, {size} FROM dup_cluster c "
+                               "JOIN docs d ON d.id = c.doc WHERE c.cluster=?", (cluster,)).fetchall()
+        kinds: dict[int, _Kind] = {doc: (grp, kind or "", language, tuple(re.split(r"[/.]", uri)), int(n or 0))
+                                   for doc, grp, readers, uri, kind, language, n in rows if self._readable(readers)}
+        ids = {uri: doc for doc, _, _, uri, _, _, _ in rows if doc in kinds}
+        if len(kinds) < 2:
+            return _Split(ids, kinds, [], {}, {})
+        edges = [(a, b) for a, b in self.db.execute("SELECT e.a, e.b FROM dup_edges e JOIN dup_cluster c "
+                                                    "ON c.doc = e.a WHERE c.cluster=?", (cluster,))
+                 if a in kinds and b in kinds]
+        if self.uid is None:  # every document readable: the cluster is one component already
+            members = sorted(kinds)
+            return _Split(ids, kinds, edges, dict.fromkeys(members, members))
+        return _Split(ids, kinds, edges, _components({d: k[0] for d, k in kinds.items()}, edges))
+
+    def _copies(self, split: _Split) -> dict[int, list[int]]:
+        """Copies: the same text in the same format, or a near-duplicate of the same format and
+        language close enough that a person would call it the same document."""
+        if split.copies is None:
+            kinds = split.kinds
+            same_kind = [(a, b) for a, b in split.edges if _same_kind(kinds[a], kinds[b])
+                         and min(kinds[a][4], kinds[b][4]) >= COPY_SIZE_RATIO * max(kinds[a][4], kinds[b][4])]
+            split.copies = _components({d: None for d in kinds}, self._close(same_kind) + _same_texts(kinds))
+        return split.copies
+
+    def _close(self, edges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The edges whose two documents share ``COPY_SIMILARITY`` of their fingerprints."""
+        if not edges:
+            return []
+        docs = sorted({d for e in edges for d in e})
+        marks = ",".join("?" * len(docs))
+        blobs = dict(self.db.execute(f"SELECT doc, fps FROM dup_docs WHERE doc IN ({marks})", docs))
+        fps = {d: fpr.from_blob(blobs.get(d)) for d in docs}
+        return [(a, b) for a, b in edges if fpr.similarity(fps[a], fps[b]) >= COPY_SIMILARITY]
+
+    def _columns(self) -> set[str]:
+        """The catalog's columns: a ``lang`` column tells documents' languages (when the indexer
+        knows them); a bare test catalog has no ``mime``."""
+        if self._cols is None:
+            self._cols = {r[1] for r in self.db.execute("PRAGMA table_info(docs)")}
+        return self._cols
 
     def with_duplicates(self) -> list[str]:
         """The URIs of every readable document with a readable duplicate (``dup:yes``). Reads
         every clustered document: the price of ``dup:`` for a reader."""
-        rows = self.db.execute("SELECT d.id, d.uri, c.cluster, c.grp, d.readers FROM docs d "
+        rows = self.db.execute("SELECT DISTINCT c.cluster, d.readers FROM docs d "
                                "JOIN dup_cluster c ON c.doc = d.id WHERE d.cluster IS NOT NULL").fetchall()
-        by_cluster: dict[int, dict[int, str | None]] = {}
-        uris: dict[int, str] = {}
-        for doc, uri, cluster, grp, readers in rows:
-            if may_read(readers, self.uid):
-                by_cluster.setdefault(cluster, {})[doc] = grp
-                uris[doc] = uri
         out: list[str] = []
-        for cluster, readable in by_cluster.items():
-            if len(readable) < 2:
-                continue
+        for cluster in sorted({c for c, readers in rows if self._readable(readers)}):
             if cluster not in self._of:
-                edges = self.db.execute("SELECT e.a, e.b FROM dup_edges e JOIN dup_cluster c ON c.doc = e.a "
-                                        "WHERE c.cluster=?", (cluster,)).fetchall()
-                self._of[cluster] = _components(readable, edges)
-            out.extend(uris[d] for d, members in self._of[cluster].items() if len(members) > 1)
+                self._of[cluster] = self._split(cluster)
+            split = self._of[cluster]
+            out.extend(uri for uri, d in split.ids.items() if len(split.similar.get(d, [d])) > 1)
         return sorted(out)
 
 
-def _components(readable: dict[int, str | None], edges: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
-    """Each readable document's component over the edges and exact-copy groups among them."""
-    uf = UnionFind(readable)
+def _same_kind(a: _Kind, b: _Kind) -> bool:
+    """Two documents may be copies: the same MIME type and the same language. Languages differ
+    when the catalog tells both (a ``lang`` column) and they differ, or when two paths differ only
+    in a part naming a language ("handbook/de-DE/intro.html", "handbook/fr-FR/intro.html"): those
+    are translations even where the text is not translated yet (the catalog's language, told from
+    the text, is then the same), and a translation whose body is partly the original's is not a copy."""
+    if a[1] != b[1]:
+        return False
+    if a[2] is not None and b[2] is not None and a[2] != b[2]:
+        return False
+    return not _languages_differ(a[3], b[3])
+
+
+def _languages_differ(pa: tuple[str, ...], pb: tuple[str, ...]) -> bool:
+    if len(pa) != len(pb) or pa == pb:
+        return False
+    differ = [i for i, (x, y) in enumerate(zip(pa, pb)) if x != y]
+    return len(differ) == 1 and bool(_LANGUAGE_TAG.match(pa[differ[0]]) and _LANGUAGE_TAG.match(pb[differ[0]]))
+
+
+def _same_texts(kinds: dict[int, _Kind]) -> list[tuple[int, int]]:
+    """Edges joining the documents with the same text (checksum) that may be copies (``_same_kind``):
+    each to the first of its group it may be a copy of, so a thousand copies cost a thousand edges."""
+    firsts: dict[str, list[int]] = {}
+    out = []
+    for d in sorted(kinds):
+        grp = kinds[d][0]
+        if grp is None:
+            continue
+        others = firsts.setdefault(grp, [])
+        twin = next((f for f in others if _same_kind(kinds[f], kinds[d])), None)
+        if twin is None:
+            others.append(d)
+        else:
+            out.append((twin, d))
+    return out
+
+
+def _components(groups: dict[int, str | None], edges: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
+    """Each document's component over the edges and the groups (documents sharing a group key)
+    among ``groups``' documents."""
+    uf = UnionFind(groups)
     for a, b in edges:
-        if a in readable and b in readable:
+        if a in groups and b in groups:
             uf.union(a, b)
     first: dict[str, int] = {}
-    for doc, grp in readable.items():
+    for doc, grp in groups.items():
         if grp is not None:
             uf.union(first.setdefault(grp, doc), doc)
     out: dict[int, list[int]] = {}

@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 
 SORTS = {"relevance": None, "date": "mtime", "size": "size"}
-# Hits looked at, at most, to pick one per duplicate cluster: past it, fewer hits than asked for.
+# Hits looked at, at most, to pick one per group of copies: past it, fewer hits than asked for.
 MAX_WINDOW = 100_000
 
 
@@ -49,24 +49,36 @@ def parse(index: tantivy.Index, query: str, readable: ReadableClusters | None = 
 
 
 def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snippets: bool = True,
-           sort: str = "relevance", collapse: bool = True, reader: int | None = None) -> SearchResults:
-    """Ranked hits; with ``collapse`` one per duplicate cluster, where its best hit ranks, each
-    saying how many near-duplicates it stands for. Shown for a cluster: of its hits that match
-    as well as its best, the original (index/originals.py: not in an archive, not named like a
-    copy, the oldest).
+           sort: str = "relevance", collapse: bool = True, reader: int | None = None,
+           similar: str | None = None) -> SearchResults:
+    """Ranked hits; with ``collapse`` one per group of copies (index/readable.py: the same text
+    in the same format, or near-copies of one format and language), where its best hit ranks,
+    each saying how many copies it stands for (``duplicates``) and how many other documents of
+    its cluster are similar (``similar``: other formats, versions, translations; never hidden).
+    Shown for a group: the best-matching copy and, among equally matching ones, the original
+    (index/originals.py: not in an archive, not named like a copy, the oldest).
+
+    ``similar``: a hit's URI; every document of its cluster (its copies and similar documents,
+    itself included), ranked by ``query`` (which may be empty), none collapsed: what a hit's
+    "N similar" expands to.
 
     ``reader``: a uid (None: no filter, root's view). Only documents that user may read are found,
     and nothing in the answer depends on the others (docs/search.md, "Enterprise mode"): the
     score of a hit is the sum of the weights of the fields its words matched, not BM25 (whose
     statistics count every document); hits of equal score go newest first, then by URI;
-    duplicate clusters, counts and ``dup:`` count readable documents only; snippets are chosen
+    copies, similar documents, counts and ``dup:`` count readable documents only; snippets are chosen
     with word statistics of the hits shown."""
     if sort not in SORTS:
         raise QueryError(f"cannot sort by {sort!r}: use one of {', '.join(SORTS)}")
     if not (0 < limit <= MAX_LIMIT and 0 <= offset <= MAX_LIMIT):  # the protocol's bounds, for every caller
         raise BadArgs(f"limit must be 1 to {MAX_LIMIT} and offset 0 to {MAX_LIMIT}, not {limit} and {offset}")
     readable = ReadableClusters(coll.catalog.db, reader) if reader is not None else None
-    q = parse(coll.index, query, readable)
+    view = readable or ReadableClusters(coll.catalog.db, None)
+    if similar is None:
+        q = parse(coll.index, query, readable)
+    else:
+        q = _among_similar(coll, parse(coll.index, query, readable) if query.strip() else None, similar, view)
+        collapse, snippets = False, snippets and bool(query.strip())
     if reader is not None:
         allowed = tantivy.Query.term_set_query(coll.index.schema, "reader", [reader, EVERYONE])
         # Scored 0: a reader's scores are the query's weights alone.
@@ -86,30 +98,43 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
         # limit 0 panics inside tantivy (a BaseException): always ask for at least one hit.
         result = searcher.search(q, max(1, limit), count=True, offset=offset, order_by_field=SORTS[sort])
         return _results(coll, searcher, query, result.hits[:limit], result.count or 0,  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
-                        sort, snippets, None)
+                        sort, snippets, view)
     window = (offset + limit) * 3 + 20
     while True:
         result = searcher.search(q, window, count=True, order_by_field=SORTS[sort])
-        picked = _collapse(searcher, result.hits, sort)
+        picked = _collapse(searcher, result.hits, sort, view)
         if len(picked) >= offset + limit or len(result.hits) < window or window >= MAX_WINDOW:
             break
         # Many duplicates among the first hits: look further, but not through the whole index
         # (each hit looked at is a document read).
         window = min(window * 4, MAX_WINDOW)
     total = result.count or 0  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
-    return _results(coll, searcher, query, picked[offset:offset + limit], total, sort, snippets, None)
+    return _results(coll, searcher, query, picked[offset:offset + limit], total, sort, snippets, view)
 
 
-def _collapse(searcher: tantivy.Searcher, hits: list[Any], sort: str) -> list[Any]:
-    """One hit per cluster, where its best hit ranks (ties in score going to the newest); shown
-    for it: the original among its members that match as well as the best (``_original``)."""
+def _among_similar(coll: Collection, q: tantivy.Query | None, uri: str, view: ReadableClusters) -> tantivy.Query:
+    """The documents of ``uri``'s cluster (as ``view``'s reader sees it), ranked by ``q`` when given."""
+    row = coll.get(uri)
+    ids = view.component(uri, row.cluster or 0) if row is not None else []
+    marks = ",".join("?" * len(ids))
+    uris = [u for (u,) in coll.catalog.db.execute(f"SELECT uri FROM docs WHERE id IN ({marks})", ids)] or [uri]
+    among = tantivy.Query.term_set_query(coll.index.schema, "uri", uris)
+    if q is None:
+        return among
+    return tantivy.Query.boolean_query([(tantivy.Occur.Must, among), (tantivy.Occur.Should, q)])
+
+
+def _collapse(searcher: tantivy.Searcher, hits: list[Any], sort: str, view: ReadableClusters) -> list[Any]:
+    """One hit per group of copies, where its best hit ranks (ties in score going to the newest);
+    shown for it: the original among its copies that match as well as the best (``_original``).
+    A copy that matches better than the original is the one shown: nothing hidden matches better."""
     docs = [(key, address, searcher.doc(address).to_dict()) for key, address in hits]
     if sort == "relevance":
         docs.sort(key=lambda t: (-float(t[0]), -int(_one(t[2], "mtime", 0))))
-    best: dict[int, list[tuple[Any, Any, dict[str, Any]]]] = {}  # cluster -> its members that match best
+    best: dict[int, list[tuple[Any, Any, dict[str, Any]]]] = {}  # copies -> those that match best
     out: list[Any] = []
     for key, address, d in docs:
-        cluster = int(_one(d, "cluster", 0))
+        cluster = view.copy_id(_one(d, "uri"), int(_one(d, "cluster", 0)))
         if not cluster:
             out.append((key, address))
         elif cluster not in best:
@@ -170,12 +195,12 @@ def _exact_order(searcher: tantivy.Searcher, hits: list[Any], sort: str) -> Iter
 
 def _collapse_readable(searcher: tantivy.Searcher, hits: Iterable[Any], need: int,
                        readable: ReadableClusters) -> list[Any]:
-    """The first ``need`` hits, one per readable cluster."""
+    """The first ``need`` hits, one per group of readable copies."""
     seen: set[int] = set()
     out: list[Any] = []
     for key, address in hits:
         d = searcher.doc(address).to_dict()
-        cluster = readable.cluster_id(_one(d, "uri"), int(_one(d, "cluster", 0)))
+        cluster = readable.copy_id(_one(d, "uri"), int(_one(d, "cluster", 0)))
         if cluster:
             if cluster in seen:
                 continue
@@ -188,8 +213,8 @@ def _collapse_readable(searcher: tantivy.Searcher, hits: Iterable[Any], need: in
 
 def _readable_originals(searcher: tantivy.Searcher, picked: list[Any], known: list[Any],
                         readable: ReadableClusters) -> list[Any]:
-    """``picked`` with each readable cluster's hit replaced by the original (``_original``) among
-    its hits of the same key. ``known`` holds every hit of each key of ``picked`` (``_reader_hits``):
+    """``picked`` with each hit replaced by the original (``_original``) among its readable copies
+    with the same key. ``known`` holds every hit of each key of ``picked`` (``_reader_hits``):
     the candidates are found by the cluster fast field, and only theirs are read."""
     if not picked or not known:
         return picked
@@ -206,20 +231,21 @@ def _readable_originals(searcher: tantivy.Searcher, picked: list[Any], known: li
         if len(same) < 2:
             out.append((key, address))
             continue
-        mine = readable.cluster_id(_one(d, "uri"), cluster)
+        mine = readable.copy_id(_one(d, "uri"), cluster)
         members = [(key, address, d)]
         for k, a in same:
             if (a.segment_ord, a.doc) != (address.segment_ord, address.doc):
                 other = searcher.doc(a).to_dict()
-                if mine and readable.cluster_id(_one(other, "uri"), cluster) == mine:
+                if mine and readable.copy_id(_one(other, "uri"), cluster) == mine:
                     members.append((k, a, other))
         out.append(_original(members)[:2])
     return out
 
 
 def _results(coll: Collection, searcher: tantivy.Searcher, query: str, hits: list[Any], total: int,
-             sort: str, snippets: bool, readable: ReadableClusters | None) -> SearchResults:
-    """Hits with their stored fields, snippets and duplicate counts (``readable``: a reader's)."""
+             sort: str, snippets: bool, view: ReadableClusters) -> SearchResults:
+    """Hits with their stored fields, snippets, and counts of copies and similar documents (a
+    reader's when ``view`` is one reader's)."""
     docs = [(score, searcher.doc(address).to_dict()) for score, address in hits]
     maker = Snippets(query) if snippets and docs else None
     langs = [_one(d, "lang") or None for _, d in docs]
@@ -231,19 +257,16 @@ def _results(coll: Collection, searcher: tantivy.Searcher, query: str, hits: lis
         snippet, highlights = maker.make(coll.catalog.open_text(blob) if blob else None,
                                          present[i], langs[i]) if maker else ("", None)
         cluster = int(_one(d, "cluster", 0))
-        duplicates = 0
-        if readable is not None:
-            members = readable.component(_one(d, "uri"), cluster)
+        members = view.component(_one(d, "uri"), cluster)
+        copies = view.copies(_one(d, "uri"), cluster)
+        if view.uid is not None:  # the id of every document's cluster would tell of others'
             cluster = members[0] if len(members) > 1 else 0
-            duplicates = max(0, len(members) - 1)
-        elif cluster:
-            duplicates = coll.catalog.db.execute("SELECT count(*) - 1 FROM docs WHERE cluster=?",
-                                                 (cluster,)).fetchone()[0]
         out.append({"uri": _one(d, "uri"), "path": _one(d, "path"), "title": _one(d, "title"), "snippet": snippet,
                     "score": float(score) if sort == "relevance" else 0.0, "mime": _one(d, "mime"),
                     "mtime": int(_one(d, "mtime", 0)), "size": int(_one(d, "size", 0)), "ext": _one(d, "ext"),
                     "source": _one(d, "source", "files"), "cluster": cluster, "highlights": highlights,
-                    "duplicates": duplicates, "lang": langs[i]})
+                    "duplicates": max(0, len(copies) - 1), "similar": len(members) - len(copies),
+                    "lang": langs[i]})
     return {"total": total, "hits": out}
 
 

@@ -44,7 +44,7 @@ class IndexReader:
                 result: dict[str, Any] = dict(search(
                     coll, args["query"], limit=args.get("limit", 10), offset=args.get("offset", 0),
                     sort=args.get("sort", "relevance"), snippets=args.get("snippets", True),
-                    collapse=not args.get("all", False)))
+                    collapse=not args.get("all", False), similar=args.get("similar")))
             elif op == "duplicates":
                 row = coll.get(args["uri"])
                 others = coll.duplicates_of(row) if row is not None else []

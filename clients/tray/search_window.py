@@ -1,5 +1,6 @@
 """The search window: a box that searches as you type, results with title, path, date and a snippet with
-the matched words in bold, and the number of near-duplicates it stands for, expandable to their paths.
+the matched words in bold, the number of copies it stands for and of similar documents, expandable to
+their paths ("Show N similar" in the context menu lists them as results).
 
 As you type, the word at the end also matches as a prefix (``zep`` finds ``zephyr``: index/as_you_type.py).
 The first ``LIMIT`` results show, and "More results" adds the next ``LIMIT`` each time. A result's context
@@ -114,6 +115,7 @@ class SearchWindow(QWidget):
         self.results.installEventFilter(self)
         self._seq = 0  # number of the newest search: answers to older ones arriving late are dropped
         self._query = ""  # what the newest search sent (the box's text, its last word a prefix too)
+        self._similar: str | None = None  # the hit whose similar documents are listed ("Show N similar")
 
     # -- searching
     def search_now(self) -> None:
@@ -126,6 +128,14 @@ class SearchWindow(QWidget):
             return
         # the text as typed: a space at its end says the last word is finished
         self._query = prefix_last_word(text.lstrip()).strip()
+        self._similar = None
+        self._request(0)
+
+    def show_similar(self, hit: SearchHit) -> None:
+        """List every document of ``hit``'s cluster (its copies and similar documents), ranked by
+        the words typed; typing again goes back to the search."""
+        self._seq += 1
+        self._similar = hit["uri"]
         self._request(0)
 
     def more(self) -> None:
@@ -137,7 +147,8 @@ class SearchWindow(QWidget):
         # one more than is shown: whether there are more to page to, without counting them
         seq = self._seq
         self.caller.request("search", lambda r: self._show(seq, offset, r), lambda e: self._failed(seq, e, offset),
-                            query=self._query, limit=LIMIT + 1, offset=offset)
+                            query=self._query, limit=LIMIT + 1, offset=offset,
+                            **({"similar": self._similar} if self._similar is not None else {}))
 
     def _show(self, seq: int, offset: int, result: dict[str, Any]) -> None:
         if seq != self._seq:  # an answer to a query typed over since
@@ -174,18 +185,20 @@ class SearchWindow(QWidget):
         # A bidi override or a control character written out: no name passes for another.
         shown = terminal_safe(path)
         date = time.strftime("%Y-%m-%d", time.localtime(hit["mtime"])) if hit.get("mtime") else ""
-        dups = int(hit.get("duplicates") or 0)
+        dups, similar = int(hit.get("duplicates") or 0), int(hit.get("similar") or 0)
         item = QTreeWidgetItem()
-        plain = [terminal_safe(hit.get("title") or os.path.basename(path)), shown, date, copies_text(dups)]
+        plain = [terminal_safe(hit.get("title") or os.path.basename(path)), shown, date, copies_text(dups),
+                 f"{similar} similar" if similar else ""]
         item.setText(0, " — ".join(p for p in plain if p))
         item.setToolTip(0, as_rich_text(shown))
         item.setData(0, HIT_ROLE, hit)
         item.setData(0, PATH_ROLE, path)
-        badge = f" <span class='copies'>[{copies_text(dups)}]</span>" if dups else ""
+        counts = ", ".join(p for p in plain[3:] if p)
+        badge = f" <span class='copies'>[{counts}]</span>" if counts else ""
         item.setData(0, HTML_ROLE,
                      f"<b>{html.escape(plain[0])}</b>{badge}<br><span class='path'>{html.escape(shown)}"
                      f" · {date}</span><br>{snippet_html(hit.get('snippet', ''), hit.get('highlights'))}")
-        if dups:
+        if dups or similar:
             item.setChildIndicatorPolicy(QTreeWidgetItem.ChildIndicatorPolicy.ShowIndicator)
         return item
 
@@ -222,7 +235,8 @@ class SearchWindow(QWidget):
 
     # -- the context menu of a result
     def context_menu(self, item: QTreeWidgetItem) -> QMenu | None:
-        """Open, Open containing folder and Copy path for ``item``; None for a line that names no file."""
+        """Open, Open containing folder, Copy path and, for a hit with similar documents, Show N similar
+        for ``item``; None for a line that names no file."""
         path = item.data(0, PATH_ROLE)
         if not path:
             return None
@@ -231,6 +245,10 @@ class SearchWindow(QWidget):
         folder = menu.addAction("Open containing folder", lambda: self.open_item(item, folder=True))
         folder.setEnabled(os.path.isabs(path))  # a web page's URL has no folder to open
         menu.addAction("Copy path", lambda: copy_path(path))
+        hit = item.data(0, HIT_ROLE)
+        similar = int(hit.get("similar") or 0) if hit else 0
+        if similar:
+            menu.addAction(f"Show {similar} similar", lambda: self.show_similar(hit))
         return menu
 
     def _context_menu_at(self, pos: QPoint) -> None:
