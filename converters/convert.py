@@ -9,6 +9,7 @@ from types import GeneratorType
 from typing import Any, Iterator
 
 from .detect import OCTET, detect, sniff
+from . import language
 from .document import Document
 from deskdex.errors import (ConversionError, ConverterMissing, CorruptFile, HostileInput, LimitExceeded,
                             NotConfigured, SizeLimit, UnsupportedFormat)
@@ -55,6 +56,9 @@ def convert(source: Source, registry: Registry | None = None, limits: Limits = L
         _convert(source, registry, limits, outcomes)
     finally:
         _LIMITS.reset(token)
+    for o in outcomes:
+        if o.document is not None:
+            language.tag(o.document)  # here, in the worker: the one writer has enough to do
     return outcomes
 
 

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         # Both for another user of an enterprise daemon: of the documents they may read.
         duplicates: int  # its copies (same text and format, or near-copies): what a collapsed hit stands for
         similar: int  # the other documents of its cluster (other formats, versions, translations): never hidden
+        lang: str | None  # ISO 639-1 code of the language detected in its text; None: not told
 
     class SearchResults(TypedDict):
         total: int

@@ -291,6 +291,7 @@ class Collection:
                 text_checksum(doc.body_text() + "\n" + doc.body_text(boilerplate=True))
             row.title = doc.title
             row.mime = doc.mime
+            row.lang = doc.meta.get("lang")
             self.catalog.put_text(row.blob, data)
         self._store(row, doc, feats)
 
@@ -336,6 +337,7 @@ class Collection:
         """Store ``row`` with the text of ``same``: no conversion. ``same`` is ``row`` itself, or
         a file with identical bytes that ``reusable`` allows."""
         row.blob, row.text_sum, row.title, row.mime = same.blob, same.text_sum, same.title, same.mime
+        row.lang = same.lang
         self._store(row, self.document(row))
 
     @_writes
@@ -484,9 +486,22 @@ class Collection:
         assert self.writable
         self.writer.delete_all()
         n = 0
+        told: list[tuple[str, str]] = []
         for row in self.catalog.rows():
-            self.writer.add(fulltext.to_fields(row, self.document(row) if row.status == "ok" else None))
+            doc = self.document(row) if row.status == "ok" else None
+            if doc is not None and row.lang is None:
+                # Text stored by a deskdex that told no languages (its catalog has them NULL):
+                # told here, once, rather than converting every file again.
+                from deskdex.converters import language
+
+                language.tag(doc)
+                row.lang = doc.meta.get("lang")
+                if row.lang:
+                    told.append((row.uri, row.lang))
+            self.writer.add(fulltext.to_fields(row, doc))
             n += 1
+        for uri, lang in told:  # after the scan of the table: no update under a running SELECT
+            self.catalog.set_lang(uri, lang)
         self.writer.commit()
         return n
 

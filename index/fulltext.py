@@ -24,11 +24,36 @@ if TYPE_CHECKING:
 
     from .store import Row
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"  # 5: tokens split at a change of script, the name field, body per language
 TEXT = "words"  # lower-cased, accent-folded, English-stemmed words
 PATH = "pathwords"  # the same without stemming, for file names and folders
-FIELD_BOOSTS = {"title": 4.0, "headings": 2.0, "anchors": 2.0, "path": 1.5, "author": 1.5, "body": 1.0, "boiler": 0.3}
+# The languages tantivy has a Snowball stemmer for, by ISO 639-1 code. A document in one of them
+# other than English has its body in the field ``body_<code>``, analyzed with that language's
+# stemmer; every other document, English or not recognized, has it in ``body`` (English stems).
+LANGUAGES = {"ar": "arabic", "da": "danish", "de": "german", "el": "greek", "en": "english", "es": "spanish",
+             "fi": "finnish", "fr": "french", "hu": "hungarian", "it": "italian", "nl": "dutch", "no": "norwegian",
+             "pt": "portuguese", "ro": "romanian", "ru": "russian", "sv": "swedish", "ta": "tamil", "tr": "turkish"}
+STEMMED = tuple(code for code in LANGUAGES if code != "en")  # those with a body field of their own
+# ``name``: the words of a file's name and its folders' names, split at camelCase and digits.
+# 2.0, as headings: a name is chosen by a person to say what the file is, like a heading, but is
+# often abbreviated and its folders' words name many files; below the title (4.0), which holds the
+# file name already when a document has no title of its own.
+FIELD_BOOSTS = {"title": 4.0, "headings": 2.0, "anchors": 2.0, "path": 1.5, "author": 1.5, "body": 1.0, "boiler": 0.3,
+                "name": 2.0}
 DEFAULT_FIELDS = list(FIELD_BOOSTS)
+
+
+def body_field(lang: str | None) -> str:
+    """The field a document's body goes to for its language code (None: not detected)."""
+    return f"body_{lang}" if lang in STEMMED else "body"
+
+
+def language_code(word: str) -> str | None:
+    """The code of a language given by code or English name (``de``, ``german``), None if unknown."""
+    word = word.lower()
+    if word in LANGUAGES:
+        return word
+    return next((code for code, name in LANGUAGES.items() if name == word), None)
 
 
 def build_schema() -> tantivy.Schema:
@@ -37,6 +62,9 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("title", stored=True, tokenizer_name=TEXT)
     sb.add_text_field("headings", stored=False, tokenizer_name=TEXT)
     sb.add_text_field("body", stored=False, tokenizer_name=TEXT)
+    for code in STEMMED:
+        sb.add_text_field(body_field(code), stored=False, tokenizer_name=f"{TEXT}_{code}")
+    sb.add_text_field("name", stored=False, tokenizer_name=TEXT)
     sb.add_text_field("boiler", stored=False, tokenizer_name=TEXT)
     sb.add_text_field("author", stored=True, tokenizer_name=TEXT)
     sb.add_text_field("anchors", stored=False, tokenizer_name=TEXT)  # text of links pointing here (web)
@@ -49,6 +77,7 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("ext", stored=True, tokenizer_name="raw")
     sb.add_text_field("mime", stored=True, tokenizer_name="raw")
     sb.add_text_field("source", stored=True, tokenizer_name="raw")
+    sb.add_text_field("lang", stored=True, tokenizer_name="raw")
     sb.add_text_field("blob", stored=True, tokenizer_name="raw", index_option="basic")
     sb.add_integer_field("size", stored=True, indexed=True, fast=True)
     sb.add_integer_field("mtime", stored=True, indexed=True, fast=True)
@@ -59,27 +88,66 @@ def build_schema() -> tantivy.Schema:
     return sb.build()
 
 
+# A token is a run of letters, digits and combining marks of one script: a change of script ends
+# it (``Goldrei的`` is ``goldrei`` and ``的``, ``Москваcity`` two words), in the regex engine of
+# tantivy (Rust), with no Python per token. Chinese, Japanese and Korean count as one script, as
+# their words mix them. Scripts not named here each make runs of letters of any of them.
+_SCRIPTS = ("Latin", "Cyrillic", "Greek", "Armenian", "Georgian", "Arabic", "Hebrew", "Thai", "Devanagari")
+_CJK_SCRIPTS = ("Han", "Hiragana", "Katakana", "Hangul")
+_NAMED = "".join(r"\p{%s}" % name for name in (*_SCRIPTS, *_CJK_SCRIPTS))
+TOKEN_PATTERN = "|".join([*(r"[\p{%s}\p{Nd}\p{Mn}]+" % name for name in _SCRIPTS),
+                          "[%s]+" % "".join(r"\p{%s}" % name for name in _CJK_SCRIPTS),
+                          r"[[\p{L}\p{N}\p{M}]&&[^%s]]+" % _NAMED])
+
+# The same in Python, for the few places that split text themselves (index/snippets.py): \w
+# has no scripts, so the scripts are ranges of code points; CJK as CJK below.
+_RANGES = {"Cyrillic": "\u0400-\u052f", "Greek": "\u0370-\u03ff\u1f00-\u1fff", "Armenian": "\u0530-\u058f",
+           "Hebrew": "\u0590-\u05ff", "Arabic": "\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff",
+           "Devanagari": "\u0900-\u097f", "Thai": "\u0e00-\u0e7f", "Georgian": "\u10a0-\u10ff"}
+_CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
+WORD = re.compile("|".join([r"[^\W_%s%s]+" % ("".join(_RANGES.values()), _CJK_RANGES),
+                            *(r"(?:(?=\w)[%s\d])+" % r for r in _RANGES.values()), "[%s]+" % _CJK_RANGES]))
+
+
 def _analyzers() -> dict[str, tantivy.TextAnalyzer]:
     T, F = tantivy.Tokenizer, tantivy.Filter
 
     def base() -> tantivy.TextAnalyzerBuilder:  # a builder is consumed by build()
-        return tantivy.TextAnalyzerBuilder(T.simple()).filter(F.remove_long(60)).filter(F.lowercase()).filter(F.ascii_fold())
+        return tantivy.TextAnalyzerBuilder(T.regex(TOKEN_PATTERN)).filter(F.remove_long(60)).filter(F.lowercase())
 
-    return {TEXT: base().filter(F.stemmer("english")).build(), PATH: base().build()}
+    out = {TEXT: base().filter(F.ascii_fold()).filter(F.stemmer("english")).build(),
+           PATH: base().filter(F.ascii_fold()).build()}
+    for code in STEMMED:
+        # Stemmed before accents are folded: Snowball's rules know the accented letters.
+        out[f"{TEXT}_{code}"] = base().filter(F.stemmer(LANGUAGES[code])).filter(F.ascii_fold()).build()
+    return out
 
 
 ANALYZERS = _analyzers()
 
 
-def analyze(text: str) -> list[str]:
-    return ANALYZERS[TEXT].analyze(text)
+def analyze(text: str, lang: str | None = None) -> list[str]:
+    """The terms of ``text`` as the body of a document in ``lang`` has them (None: English)."""
+    return ANALYZERS[f"{TEXT}_{lang}" if lang in STEMMED else TEXT].analyze(text)
 
 
 def analyze_path(text: str) -> list[str]:
     return ANALYZERS[PATH].analyze(text)
 
 
-CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+")
+# camelCase (``MyReport`` ``HTMLFile``) and letters against digits (``report2024``).
+_NAME_SPLIT = re.compile(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])|(?<=[a-zß-öø-ÿ])(?=[A-ZÀ-ÖØ-Þ])"
+                         r"|(?<=[A-ZÀ-ÖØ-Þ])(?=[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ])")
+
+
+def name_words(name: str) -> str:
+    """A file or folder name with its words apart, for the ``name`` field (its analyzer splits
+    at ``-``, ``_``, ``.``): ``MyReport2024`` is ``My Report 2024``. One regex call a name: names
+    are short, and this runs once a document, not once a word."""
+    return _NAME_SPLIT.sub(" ", name)
+
+
+CJK = re.compile("[%s]+" % _CJK_RANGES)
 
 
 def cjk_grams(text: str) -> tuple[str, str]:
@@ -166,13 +234,16 @@ def to_fields(row: "Row", doc: "Document | None") -> tantivy.Document:
         "mtime": int(row.mtime),
         "cluster": int(row.cluster or 0),
         "title": row.title or os.path.basename(name),
+        "name": _names(row, name),
     }
+    if row.lang:
+        fields["lang"] = row.lang
     if row.blob:
         fields["blob"] = row.blob
     if row.readers:
         fields["reader"] = reader_terms(row.readers)
     if doc is not None:
-        fields["body"] = doc.body_text()
+        fields[body_field(row.lang)] = body = doc.body_text()
         boiler = doc.body_text(boilerplate=True)
         if boiler:
             fields["boiler"] = boiler
@@ -183,7 +254,7 @@ def to_fields(row: "Row", doc: "Document | None") -> tantivy.Document:
             fields["author"] = doc.meta["author"]
         if doc.meta.get("anchors"):
             fields["anchors"] = doc.meta["anchors"]
-        bi, uni = cjk_grams(doc.title + "\n" + fields["body"] + "\n" + boiler)  # type: ignore[operator]
+        bi, uni = cjk_grams(doc.title + "\n" + body + "\n" + boiler)
         if uni:
             fields["cjk"], fields["cjk1"] = bi, uni
     d = tantivy.Document(**fields)
@@ -191,3 +262,12 @@ def to_fields(row: "Row", doc: "Document | None") -> tantivy.Document:
         folder = os.path.dirname(row.path)
         d.add_facet("folder", tantivy.Facet.from_string(folder if folder.startswith("/") else "/" + folder))
     return d
+
+
+def _names(row: "Row", name: str) -> str:
+    """The words of the ``name`` field: the document's own name (an archive member's, for a
+    member), then, for a file, the names of its folders."""
+    own = name_words(os.path.basename(name.rstrip("/")))
+    if row.source != "files" or not row.path:
+        return own
+    return own + "\n" + name_words(" ".join(os.path.dirname(row.path).split("/")))

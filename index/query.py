@@ -3,7 +3,7 @@
     words        stemmed, accent-insensitive; all must match (AND is the default)
     "a phrase"   exact phrase            index*  prefix        serch~  fuzzy (~2: two edits)
     a OR b, a AND b, NOT a, -a, ( ... )  grouping
-    title: author: path:/in: ext: type: after: before: size: dup: source:   field filters
+    title: author: path:/in: ext: type: after: before: size: dup: source: lang:   field filters
 
 A malformed query raises QueryError with the position (0-based character offset) of the problem.
 
@@ -26,13 +26,17 @@ from typing import Callable
 
 import tantivy
 
+from deskdex.converters.language import CODES
 from deskdex.errors import QueryError
 from deskdex.protocol import MAX_QUERY
 
 from . import fulltext
 
 Occur = tantivy.Occur
-TEXT_FIELDS = ("title", "headings", "anchors", "body", "boiler", "author", "path")
+TEXT_FIELDS = ("title", "headings", "anchors", "body", "boiler", "author", "path", "name")
+# A word searched in ``body`` is searched in the body of every language (index/fulltext.py), each
+# analyzed as that field analyzes its text: the user does not say the language of the query.
+BODIES = ("body", *(fulltext.body_field(code) for code in fulltext.STEMMED))
 
 # `type:` groups of MIME types (documented in docs/search.md).
 TYPE_GROUPS: dict[str, tuple[str, ...]] = {
@@ -222,8 +226,8 @@ class Parser:
         self._cost(pos, max(1, len(terms), len(fulltext.analyze_path(text)) if "path" in fields else 0)
                    + sum(len(run) for run in fulltext.CJK.findall(text)))
         options = []
-        for f in fields:
-            analyzer_terms = fulltext.analyze_path(text) if f == "path" else terms
+        for f in _expand(fields):
+            analyzer_terms = _terms(f, text, terms)
             if not analyzer_terms:
                 continue
             q = (tantivy.Query.term_query(self.schema, f, analyzer_terms[0]) if len(analyzer_terms) == 1
@@ -250,7 +254,7 @@ class Parser:
             raise QueryError(f"prefix at position {pos} needs at least two letters of one word before *", pos)
         pattern = re.escape(terms[0]) + ".*"
         return tantivy.Query.boolean_query([(Occur.Should, tantivy.Query.regex_query(self.schema, f, pattern))
-                                            for f in fields])
+                                            for f in _expand(fields)])
 
     def _fuzzy(self, word: str, distance: int, pos: int, fields: tuple[str, ...]) -> tantivy.Query:
         self._pattern(word, pos)
@@ -258,8 +262,8 @@ class Parser:
         if len(terms) != 1:
             raise QueryError(f"fuzzy search at position {pos} works on one word", pos)
         return tantivy.Query.boolean_query([
-            (Occur.Should, tantivy.Query.fuzzy_term_query(self.schema, f, terms[0], distance, True, False))
-            for f in fields if f != "path"])
+            (Occur.Should, tantivy.Query.fuzzy_term_query(self.schema, f, key[0], distance, True, False))
+            for f in _expand(fields) if f != "path" and len(key := _terms(f, word, terms)) == 1])
 
     def _filter(self, q: tantivy.Query) -> tantivy.Query:
         """A term filter (ext:, source:, a folder): BM25 as before, or 1 when constant (its
@@ -268,6 +272,31 @@ class Parser:
 
     def _range(self, field: str, lo: int | None, hi: int | None) -> tantivy.Query:
         return tantivy.Query.range_query(self.schema, field, tantivy.FieldType.Integer, lo, hi)
+
+
+def _expand(fields: tuple[str, ...]) -> tuple[str, ...]:
+    """``fields`` with ``body`` standing for the body fields of every language."""
+    return tuple(x for f in fields for x in (BODIES if f == "body" else (f,)))
+
+
+def _terms(field: str, text: str, english: list[str]) -> list[str]:
+    """The terms of ``text`` in ``field``, as its analyzer makes them (``english``: those of the
+    English-stemmed fields, computed once)."""
+    if field == "path":
+        return fulltext.analyze_path(text)
+    if field == "name":
+        return fulltext.analyze(fulltext.name_words(text))
+    if field.startswith("body_"):
+        return fulltext.analyze(text, field[len("body_"):])
+    return english
+
+
+def _lang(p: Parser, v: str, pos: int) -> tantivy.Query:
+    code = fulltext.language_code(v) or (v.lower() if v.lower() in CODES else None)
+    if code is None:
+        raise QueryError(f"unknown language {v!r} at position {pos}: use a code (de, fr) or an English name "
+                         f"({', '.join(sorted(fulltext.LANGUAGES.values()))})", pos)
+    return p._filter(tantivy.Query.term_query(p.schema, "lang", code))
 
 
 def _title(p: Parser, v: str, pos: int) -> tantivy.Query:
@@ -391,7 +420,7 @@ def cjk_query(schema: tantivy.Schema, run: str) -> tantivy.Query:
 
 FIELDS: dict[str, Callable[[Parser, str, int], tantivy.Query]] = {
     "title": _title, "author": _author, "path": _path, "in": _path, "ext": _ext, "type": _type,
-    "after": _after, "before": _before, "size": _size, "dup": _dup, "source": _source,
+    "after": _after, "before": _before, "size": _size, "dup": _dup, "source": _source, "lang": _lang,
 }
 
 

@@ -175,14 +175,15 @@ class ReadableClusters:
 
 
 def _same_kind(a: _Kind, b: _Kind) -> bool:
-    """Two documents may be copies: the same MIME type and the same language. A language is the
-    catalog's when it knows both (a ``lang`` column); else two paths that differ only in a part
-    naming a language ("handbook/de-DE/intro.html", "handbook/fr-FR/intro.html") are
-    translations: a translation whose body is partly the original's is not a copy."""
+    """Two documents may be copies: the same MIME type and the same language. Languages differ
+    when the catalog tells both (a ``lang`` column) and they differ, or when two paths differ only
+    in a part naming a language ("handbook/de-DE/intro.html", "handbook/fr-FR/intro.html"): those
+    are translations even where the text is not translated yet (the catalog's language, told from
+    the text, is then the same), and a translation whose body is partly the original's is not a copy."""
     if a[1] != b[1]:
         return False
-    if a[2] is not None and b[2] is not None:
-        return a[2] == b[2]
+    if a[2] is not None and b[2] is not None and a[2] != b[2]:
+        return False
     return not _languages_differ(a[3], b[3])
 
 

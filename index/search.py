@@ -18,6 +18,7 @@ from deskdex.protocol import MAX_LIMIT
 from . import query as query_language
 from .access import EVERYONE
 from .collection import Collection
+from .fulltext import body_field
 from .originals import originality
 from .readable import ReadableClusters
 from .snippets import Snippets, Term
@@ -247,13 +248,14 @@ def _results(coll: Collection, searcher: tantivy.Searcher, query: str, hits: lis
     reader's when ``view`` is one reader's)."""
     docs = [(score, searcher.doc(address).to_dict()) for score, address in hits]
     maker = Snippets(query) if snippets and docs else None
+    langs = [_one(d, "lang") or None for _, d in docs]
     present = _present(searcher, coll.index.schema, maker, [_one(d, "uri") for _, d in docs],
-                       [address for _, address in hits]) if maker else []
+                       [address for _, address in hits], langs) if maker else []
     out: list[SearchHit] = []
     for i, (score, d) in enumerate(docs):
         blob = _one(d, "blob")
         snippet, highlights = maker.make(coll.catalog.open_text(blob) if blob else None,
-                                         present[i]) if maker else ("", None)
+                                         present[i], langs[i]) if maker else ("", None)
         cluster = int(_one(d, "cluster", 0))
         members = view.component(_one(d, "uri"), cluster)
         copies = view.copies(_one(d, "uri"), cluster)
@@ -263,42 +265,43 @@ def _results(coll: Collection, searcher: tantivy.Searcher, query: str, hits: lis
                     "score": float(score) if sort == "relevance" else 0.0, "mime": _one(d, "mime"),
                     "mtime": int(_one(d, "mtime", 0)), "size": int(_one(d, "size", 0)), "ext": _one(d, "ext"),
                     "source": _one(d, "source", "files"), "cluster": cluster, "highlights": highlights,
-                    "duplicates": max(0, len(copies) - 1), "similar": len(members) - len(copies)})
+                    "duplicates": max(0, len(copies) - 1), "similar": len(members) - len(copies),
+                    "lang": langs[i]})
     return {"total": total, "hits": out}
 
 
 def _present(searcher: tantivy.Searcher, schema: tantivy.Schema, maker: Snippets, uris: list[str],
-             addresses: list[Any]) -> list[set[int]]:
+             addresses: list[Any], langs: list[str | None]) -> list[set[int]]:
     """For each hit, the terms of the snippets' query its text holds (its body or boilerplate:
     what the stored text has), asked of the index, one search per term over the hits shown: a
-    word that matched the title or the path alone is not looked for in the text."""
+    word that matched the title or the path alone is not looked for in the text. A text in a
+    language with a stemmer of its own has its body in that language's field, stemmed so."""
     page = tantivy.Query.term_set_query(schema, "uri", uris)
     where = {(a.segment_ord, a.doc): i for i, a in enumerate(addresses)}
     out: list[set[int]] = [set() for _ in uris]
+    bodies = {body_field(lang): maker.terms_for(lang) for lang in set(langs)}
     for k, term in enumerate(maker.terms):
-        q = tantivy.Query.boolean_query([(tantivy.Occur.Must, page), (tantivy.Occur.Must, _term_query(schema, term))])
+        where_k = [(tantivy.Occur.Should, _term_query(schema, term, "boiler"))]
+        where_k += [(tantivy.Occur.Should, _term_query(schema, terms[k], field)) for field, terms in bodies.items()]
+        q = tantivy.Query.boolean_query([(tantivy.Occur.Must, page),
+                                         (tantivy.Occur.Must, tantivy.Query.boolean_query(where_k))])
         for _, a in searcher.search(q, len(uris)).hits:
             if (a.segment_ord, a.doc) in where:
                 out[where[a.segment_ord, a.doc]].add(k)
     return out
 
 
-def _term_query(schema: tantivy.Schema, term: Term) -> tantivy.Query:
-    """Where ``term`` is in a document's text, as index/query.py searches for it."""
+def _term_query(schema: tantivy.Schema, term: Term, field: str) -> tantivy.Query:
+    """Where ``term`` is in ``field`` of a document's text, as index/query.py searches for it."""
     if term.kind == "cjk":
         return query_language.cjk_query(schema, term.keys[0])
-    options = []
-    for field in ("body", "boiler"):
-        if term.kind == "word":
-            q = tantivy.Query.term_query(schema, field, term.keys[0])
-        elif term.kind == "phrase":
-            q = tantivy.Query.phrase_query(schema, field, list(term.keys))
-        elif term.kind == "prefix":
-            q = tantivy.Query.regex_query(schema, field, re.escape(term.keys[0]) + ".*")
-        else:
-            q = tantivy.Query.fuzzy_term_query(schema, field, term.keys[0], term.distance, True, False)
-        options.append((tantivy.Occur.Should, q))
-    return tantivy.Query.boolean_query(options)
+    if term.kind == "word":
+        return tantivy.Query.term_query(schema, field, term.keys[0])
+    if term.kind == "phrase":
+        return tantivy.Query.phrase_query(schema, field, list(term.keys))
+    if term.kind == "prefix":
+        return tantivy.Query.regex_query(schema, field, re.escape(term.keys[0]) + ".*")
+    return tantivy.Query.fuzzy_term_query(schema, field, term.keys[0], term.distance, True, False)
 
 
 def _one(d: dict[str, list[Any]], key: str, default: Any = "") -> Any:

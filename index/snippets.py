@@ -60,7 +60,7 @@ BUDGET = 3_000_000
 EXTRA = 2  # chunks read past the one where every term was seen, for a passage holding them all
 OVERLAP = 256  # characters of the previous chunk searched again (a phrase across two chunks)
 
-_WORD = re.compile(r"[^\W_]+")
+_WORD = fulltext.WORD  # words as the index splits them: at a change of script too
 _TAG = re.compile(r"<(/?)([A-Za-z]+)[^<>]*>")
 _HEADER = re.compile(r"<doc\b[^>]*>\s*(?:<title>[^<]*</title>\s*|<meta\b[^>]*>[^<]*</meta>\s*)*")
 _SPACES = re.compile(r"[^\S\n]+")
@@ -107,14 +107,16 @@ class Term:
     distance: int = 0
 
 
-def terms_of(query: str) -> list[Term]:
+def terms_of(query: str, lang: str | None = None) -> list[Term]:
     """The terms of ``query`` a snippet shows: the words searched for in the text, not those of a
-    field filter (``title:``, ``ext:`` …) nor those negated (``-draft``, ``NOT (a b)``)."""
+    field filter (``title:``, ``ext:`` …) nor those negated (``-draft``, ``NOT (a b)``); stemmed
+    as a text in ``lang`` is (index/fulltext.py). The terms of one query in every language are
+    as many, in the same order: the ``k``-th is the same word of the query."""
     try:
         toks = query_language.tokenize(query)
     except QueryError:
         return []
-    out: list[Term] = []
+    out: list[tuple[list[Term], list[Term]]] = []  # each word's terms in English and in ``lang``
     i, depth_skip = 0, 0
     while i < len(toks):
         text = toks[i].text
@@ -137,38 +139,42 @@ def terms_of(query: str) -> list[Term]:
             if not m.group(2) and i < len(toks) and toks[i].text.startswith('"'):
                 i += 1
             continue
-        out.extend(_terms_of_word(text))
+        out.append((_terms_of_word(text, None), _terms_of_word(text, lang)))
+    # A term repeated in English stems (``document documents``) is one, in every language alike.
+    english: list[Term] = []
     unique: list[Term] = []
-    for t in out:
-        if t not in unique:
-            unique.append(t)
+    for en, mine in out:
+        for t, t_mine in zip(en, mine):
+            if t not in english:
+                english.append(t)
+                unique.append(t_mine)
     return unique
 
 
-def _terms_of_word(text: str) -> list[Term]:
+def _terms_of_word(text: str, lang: str | None) -> list[Term]:
     """The terms of one word of the query as index/query.py reads it."""
     if text.startswith('"'):
-        return _phrase(text.strip('"'))
+        return _phrase(text.strip('"'), lang)
     if text.endswith("*") and len(text) > 1:
         forms = fulltext.analyze_path(text[:-1])
         return [Term("prefix", (forms[0],), (forms[0],))] if len(forms) == 1 else []
     fuzzy = re.match(r"^(.+)~([12]?)$", text)
     if fuzzy:
-        stems = fulltext.analyze(fuzzy.group(1))
+        stems = fulltext.analyze(fuzzy.group(1), lang)
         if len(stems) != 1:
             return []
         # Any word within the distance shares a part of the stem: its first or its second half.
         half = max(1, len(stems[0]) // 2)
         return [Term("fuzzy", (stems[0],), (stems[0][:half], stems[0][half:]), int(fuzzy.group(2) or 1))]
-    return _phrase(text)
+    return _phrase(text, lang)
 
 
-def _phrase(text: str) -> list[Term]:
+def _phrase(text: str, lang: str | None) -> list[Term]:
     """A word or a phrase: its CJK runs apart, its other words stemmed; several words make a
     phrase, as a word with a hyphen does (``cherry-pick``)."""
     terms = [Term("cjk", (run,), (run.lower(),)) for run in fulltext.CJK.findall(text)]
-    words = [w for w in _WORD.findall(fulltext.CJK.sub(" ", text)) if fulltext.analyze(w)]
-    stems = [fulltext.analyze(w)[0] for w in words]
+    words = [w for w in _WORD.findall(fulltext.CJK.sub(" ", text)) if fulltext.analyze(w, lang)]
+    stems = [fulltext.analyze(w, lang)[0] for w in words]
     if len(stems) == 1:
         terms.append(Term("word", (stems[0],), _needles(words[0], stems[0])))
     elif stems:
@@ -232,33 +238,58 @@ def _prose(text: str) -> bool:
     return len(_CODE_MARKS.findall(text)) <= PROSE_MARKS * max(1, len(text))
 
 
+class _Language:
+    """A query's terms stemmed for texts in one language, with what finds their places."""
+
+    def __init__(self, lang: str | None, terms: list[Term]) -> None:
+        self.lang = lang
+        self.terms = terms
+        self.finders = [_finder(t, accents=False) for t in terms]
+        # The words a window's words are analyzed for: those that start like a needle (a fuzzy
+        # word may differ anywhere: with one, all are).
+        fuzzy = any(t.kind == "fuzzy" for t in terms)
+        needles = sorted({_fold(n) for t in terms if t.kind != "cjk" for n in t.needles}, key=len)
+        self.candidate = None if fuzzy or not needles else \
+            re.compile("|".join(re.escape(n) for n in reversed(needles)), re.IGNORECASE)
+        self.stems: dict[str, str | None] = {}
+
+
 class Snippets:
     """The snippets of one query: ``make(stream)`` for each hit's stored text."""
 
     def __init__(self, query: str) -> None:
-        self.terms = terms_of(query)
-        self._finders = [_finder(t, accents=False) for t in self.terms]
-        # The words a window's words are analyzed for: those that start like a needle (a fuzzy
-        # word may differ anywhere: with one, all are).
-        fuzzy = any(t.kind == "fuzzy" for t in self.terms)
-        needles = sorted({_fold(n) for t in self.terms if t.kind != "cjk" for n in t.needles}, key=len)
-        self._candidate = None if fuzzy or not needles else \
-            re.compile("|".join(re.escape(n) for n in reversed(needles)), re.IGNORECASE)
-        self._stems: dict[str, str | None] = {}
+        self.query = query
+        self._languages: dict[str | None, _Language] = {}
+        self._a = self._language(None)
+        self.terms = self._a.terms  # in English stems: the index's ``body`` (index/search.py)
         self._paths: dict[str, str | None] = {}
         self._distances: dict[tuple[str, str], int] = {}
         self.work = Work()
 
+    def _language(self, lang: str | None) -> "_Language":
+        """The terms of the query and what finds them, for a text in ``lang`` (the same for
+        every language without a stemmer of its own)."""
+        key = lang if lang in fulltext.STEMMED else None
+        if key not in self._languages:
+            self._languages[key] = _Language(key, terms_of(self.query, key))
+        return self._languages[key]
+
+    def terms_for(self, lang: str | None) -> list[Term]:
+        """``terms`` as the body of a text in ``lang`` holds them (the same indexes)."""
+        return self._language(lang).terms
+
     # -- one hit ----------------------------------------------------------------------------
-    def make(self, stream: IO[bytes] | None, present: AbstractSet[int] | None = None) -> tuple[str, list[list[int]]]:
+    def make(self, stream: IO[bytes] | None, present: AbstractSet[int] | None = None,
+             lang: str | None = None) -> tuple[str, list[list[int]]]:
         """The snippet of the stored text ``stream`` (tagged text, read as far as needed) and
         the character ranges of its highlights. ``present``: the indexes (in ``terms``) of the
         terms the index says the text holds (None: all may); the others are not looked for, so
         a word that matched the title alone costs no reading of the whole text."""
         if stream is None:
             return "", []
+        self._a = self._language(lang)  # the text's words are stemmed as its language's (``lang``)
         text = _Text(stream, self.work)
-        wanted = [k for k in range(len(self.terms)) if present is None or k in present]
+        wanted = [k for k in range(len(self._a.terms)) if present is None or k in present]
         places = self._places(text, wanted) if wanted else []
         windows = self._windows(places)
         frags = [f for a, b in windows if (f := self._best(text, a, b)) is not None]
@@ -279,20 +310,20 @@ class Snippets:
         """(position, term) of the places of the ``wanted`` terms, reading until one passage
         holds them all, each has its fill of places, or EXTRA chunks after the one where the
         last of them was first seen (all are in the text, but never together), or the end."""
-        found: list[list[int]] = [[] for _ in self.terms]
-        tries = [0 if k in wanted else TRIES for k in range(len(self.terms))]
+        found: list[list[int]] = [[] for _ in self._a.terms]
+        tries = [0 if k in wanted else TRIES for k in range(len(self._a.terms))]
         extra = -1  # chunks read since every wanted term was seen
         for start, chunk in text.chunks():
             begin = max(0, text.header - start)
             # Text in a language with accents (a few in its first lines): also their accented forms.
             accents = len(_ACCENT.findall(chunk, begin, begin + 4096)) >= 4
-            for k in range(len(self.terms)):
+            for k in range(len(self._a.terms)):
                 if len(found[k]) >= PER_TERM or tries[k] >= TRIES:
                     continue
                 before = len(found[k])
-                self._look(chunk, start, begin, k, self._finders[k], found, tries)
-                if accents and len(found[k]) == before and _finder(self.terms[k], accents=True):
-                    self._look(chunk, start, begin, k, _finder(self.terms[k], accents=True), found, tries)
+                self._look(chunk, start, begin, k, self._a.finders[k], found, tries)
+                if accents and len(found[k]) == before and _finder(self._a.terms[k], accents=True):
+                    self._look(chunk, start, begin, k, _finder(self._a.terms[k], accents=True), found, tries)
             seen = [found[k] for k in wanted]
             if extra >= 0 or all(seen):
                 extra += 1
@@ -304,10 +335,11 @@ class Snippets:
         # A word the index says is there but not found as written: an accented form in a text
         # with few (`Café` for `cafe`), looked for again in what was read.
         for k in wanted:
-            if not found[k] and _finder(self.terms[k], accents=True):
+            if not found[k] and _finder(self._a.terms[k], accents=True):
                 for start, part in text.parts():
                     if _ACCENT.search(part):
-                        self._look(part, start, max(0, text.header - start), k, _finder(self.terms[k], accents=True), found, tries)
+                        self._look(part, start, max(0, text.header - start), k,
+                                   _finder(self._a.terms[k], accents=True), found, tries)
         places = sorted((pos, k) for k, f in enumerate(found) for pos in f)
         self.work.places += len(places)
         return places
@@ -324,7 +356,7 @@ class Snippets:
             if pos in places:
                 continue  # in the overlap with the chunk before, seen already
             tries[k] += 1
-            if self._plausible(self.terms[k], chunk, m):
+            if self._plausible(self._a.terms[k], chunk, m):
                 found[k].append(pos)
                 places.add(pos)
                 if len(found[k]) >= PER_TERM:
@@ -396,11 +428,11 @@ class Snippets:
     def _matches(self, plain: str) -> list[_Match]:
         """Where the terms match in ``plain`` (text without tags), as the index would match them."""
         words = [(w.start(), w.end(), w.group()) for w in _WORD.finditer(plain)]
-        may = self._candidate
+        may = self._a.candidate
         stems = [self._stem(w) if may is None or may.match(w) or (not w.isascii() and may.match(_fold(w))) else None
                  for _, _, w in words]
         out: list[_Match] = []
-        for k, term in enumerate(self.terms):
+        for k, term in enumerate(self._a.terms):
             if term.kind == "cjk":
                 low, run = plain.lower(), term.needles[0]
                 at = low.find(run)
@@ -423,10 +455,10 @@ class Snippets:
         return out
 
     def _stem(self, word: str) -> str | None:
-        if word not in self._stems:
-            forms = fulltext.analyze(word)
-            self._stems[word] = forms[0] if len(forms) == 1 else None
-        return self._stems[word]
+        if word not in self._a.stems:
+            forms = fulltext.analyze(word, self._a.lang)
+            self._a.stems[word] = forms[0] if len(forms) == 1 else None
+        return self._a.stems[word]
 
     def _near(self, stem: str, term: Term) -> bool:
         """Whether ``stem`` is within a fuzzy ``term``'s distance of it."""

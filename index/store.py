@@ -57,7 +57,8 @@ CREATE TABLE IF NOT EXISTS docs(
   readers TEXT,
   indexed_at REAL,
   attempts INTEGER NOT NULL DEFAULT 0,
-  retry_at REAL
+  retry_at REAL,
+  lang TEXT
 );
 CREATE INDEX IF NOT EXISTS docs_parent ON docs(parent);
 CREATE INDEX IF NOT EXISTS docs_raw ON docs(raw_sum);
@@ -94,12 +95,13 @@ class Row:
     indexed_at: float | None = None
     attempts: int = 0  # conversions that failed in a row on the same bytes
     retry_at: float | None = None  # a transient failure: when it is tried again (seconds since the epoch)
+    lang: str | None = None  # ISO 639-1 code of the text's language (converters/language.py), None: not told
 
 
 COLUMNS = tuple(f.name for f in fields(Row))
 # Columns a catalog made by an earlier deskdex lacks: how to add them (Catalog._migrate), and the
 # value a reader takes for them meanwhile.
-ADDED = {"attempts": ("INTEGER NOT NULL DEFAULT 0", "0"), "retry_at": ("REAL", "NULL")}
+ADDED = {"attempts": ("INTEGER NOT NULL DEFAULT 0", "0"), "retry_at": ("REAL", "NULL"), "lang": ("TEXT", "NULL")}
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -269,6 +271,10 @@ class Catalog:
     def set_cluster(self, doc_id: int, cluster: int | None) -> None:
         self.begin()
         self.db.execute("UPDATE docs SET cluster=? WHERE id=?", (cluster, doc_id))
+
+    def set_lang(self, uri: str, lang: str | None) -> None:
+        self.begin()
+        self.db.execute("UPDATE docs SET lang=? WHERE uri=?", (lang, uri))
 
     def mark_pending(self, uri: str) -> None:
         self.begin()
