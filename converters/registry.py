@@ -118,7 +118,7 @@ FORMATS_BASE: tuple[Format, ...] = (
     Format("Plain text", ("text/plain",), ("txt", "text", "log", "readme", "1st", "me"),
            "deskdex.converters.plaintext:convert", "charset-normalizer"),
     Format("HTML", ("text/html", "application/xhtml+xml"), ("html", "htm", "xhtml", "shtml"),
-           "deskdex.converters.html:convert", "lxml"),
+           "deskdex.converters.html:convert", "lxml, trafilatura (main content)"),
     Format("PDF", ("application/pdf", "application/x-pdf"), ("pdf",), "deskdex.converters.pdf:convert",
            "pypdfium2 (pdfminer.six fallback)", (OCR,)),
     Format("Word (DOCX)", ("application/vnd.openxmlformats-officedocument.wordprocessingml.document",),
