@@ -185,7 +185,7 @@ class Parser:
             raise QueryError(f"expected a word at position {pos}", pos)
         if all(o == Occur.MustNot for o, _ in clauses):
             clauses.append((Occur.Must, tantivy.Query.all_query()))
-        if len(words) > 1 and TITLE_ALL > 0:
+        if len(words) > 1 and TITLE_ALL > 0 and not self.constant:  # constant: the fields matched, no more
             clauses.append((Occur.Should, self._title_holds_all(words)))
         return clauses[0][1] if len(clauses) == 1 and clauses[0][0] == Occur.Must else \
             tantivy.Query.boolean_query(clauses)
@@ -285,6 +285,7 @@ class Parser:
         n = max(1, self.searcher.num_docs)
 
         def idf(df: int) -> float:
+            df = min(df, n)  # doc_freq counts deleted documents until their segment is merged
             return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
         own = anywhere = 0.0
