@@ -36,9 +36,9 @@ LANGUAGES = {"ar": "arabic", "da": "danish", "de": "german", "el": "greek", "en"
 STEMMED = tuple(code for code in LANGUAGES if code != "en")  # those with a body field of their own
 # ``name``: the words of a file's name and its folders' names, split at camelCase and digits.
 # 2.0, as headings: a name is chosen by a person to say what the file is, like a heading, but is
-# often abbreviated and its folders' words name many files; below the title (4.0), which holds the
-# file name already when a document has no title of its own.
-FIELD_BOOSTS = {"title": 4.0, "headings": 2.0, "anchors": 2.0, "path": 1.5, "author": 1.5, "body": 1.0, "boiler": 0.3,
+# often abbreviated and its folders' words name many files; as the title (2.0, issue 17), which holds
+# the file name already when a document has no title of its own.
+FIELD_BOOSTS = {"title": 2.0, "headings": 2.0, "anchors": 2.0, "path": 1.5, "author": 1.5, "body": 1.0, "boiler": 0.3,
                 "name": 2.0}
 DEFAULT_FIELDS = list(FIELD_BOOSTS)
 

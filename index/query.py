@@ -19,6 +19,7 @@ segment for each, so a few thousand patterns took gigabytes), the letters of one
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -67,6 +68,11 @@ MAX_WORDS = 256  # words searched for, in all fields (each is a term query per t
 MAX_PATTERNS = 16  # prefix (word*) and fuzzy (word~) patterns
 MAX_PATTERN_LETTERS = 64  # of the word of one pattern (a fuzzy automaton grows with it)
 MAX_DEPTH = 16  # parentheses within parentheses
+# A group of several words all in a document's title adds that title's BM25 over those words
+# times this and the title's weight (Parser._title_holds_all).
+TITLE_ALL = 1.0
+# Fields scored as BM25F would (see Parser._phrase) when a word is searched in every text field.
+LEVELLED: tuple[str, ...] = ("title", "path", "name", "author")
 _BIGGEST = 2**63 - 1  # tantivy's integers (sizes, dates) are 64-bit
 
 _TOKEN = re.compile(r'\s+|\(|\)|"[^"]*"?|[^\s()"]+')
@@ -95,11 +101,14 @@ def tokenize(query: str) -> list[_Tok]:
 
 class Parser:
     def __init__(self, schema: tantivy.Schema, query: str, now: Callable[[], dt.datetime] = dt.datetime.now,
-                 constant: bool = False, has_dup: Callable[[], tantivy.Query] | None = None) -> None:
+                 constant: bool = False, has_dup: Callable[[], tantivy.Query] | None = None,
+                 searcher: tantivy.Searcher | None = None) -> None:
         """``constant``: every clause scores its field weight when it matches, instead of BM25,
         so a score depends on the document and the query alone (index/search.py, for a reader
         of an enterprise-mode daemon). ``has_dup``: what ``dup:yes`` matches, when not every
-        document with a cluster id (a reader's duplicates are only those it may read)."""
+        document with a cluster id (a reader's duplicates are only those it may read).
+        ``searcher``: the index's word statistics, for LEVELLED fields (without it, or with
+        ``constant``, a title scores BM25 on its own field, as with any other field)."""
         if len(query) > MAX_QUERY:
             raise QueryError(f"the query is longer than {MAX_QUERY} characters", MAX_QUERY)
         self.schema = schema
@@ -109,6 +118,7 @@ class Parser:
         self.now = now
         self.constant = constant
         self.has_dup = has_dup
+        self.searcher = None if constant else searcher
         self.words = self.patterns = self.depth = 0  # what the query costs so far (module docstring)
 
     def _cost(self, pos: int, words: int, patterns: int = 0) -> None:
@@ -146,6 +156,7 @@ class Parser:
 
     def _and(self) -> tantivy.Query:
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
+        words: list[str] = []  # its plain words and phrases (searched in every text field)
         while (t := self._peek()) and t.text not in ("OR", ")"):
             if t.text == "AND":
                 self.i += 1
@@ -165,6 +176,8 @@ class Parser:
                 negate = True
             elif t.text.startswith("+") and len(t.text) > 1:
                 t.text, t.pos = t.text[1:], t.pos + 1
+            if not negate and _plain(t.text):
+                words.append(t.text)
             clauses.append((Occur.MustNot if negate else Occur.Must, self._primary()))
         if not clauses:
             t = self._peek()
@@ -172,6 +185,8 @@ class Parser:
             raise QueryError(f"expected a word at position {pos}", pos)
         if all(o == Occur.MustNot for o, _ in clauses):
             clauses.append((Occur.Must, tantivy.Query.all_query()))
+        if len(words) > 1 and TITLE_ALL > 0 and not self.constant:  # constant: the fields matched, no more
+            clauses.append((Occur.Should, self._title_holds_all(words)))
         return clauses[0][1] if len(clauses) == 1 and clauses[0][0] == Occur.Must else \
             tantivy.Query.boolean_query(clauses)
 
@@ -211,6 +226,20 @@ class Parser:
         range and set clauses score a constant in tantivy already."""
         return tantivy.Query.const_score_query(q, weight) if self.constant else tantivy.Query.boost_query(q, weight)
 
+    def _title_holds_all(self, words: list[str]) -> tantivy.Query:
+        """What a title holding every word and phrase of ``words`` adds: a title counts for much
+        when it names what the query names, and (levelled in each word's clause) for little when
+        it shares one word of several."""
+        parts = []
+        for text in words:
+            terms = fulltext.analyze(text.strip('"'))
+            if terms:
+                parts.append((Occur.Must, tantivy.Query.term_query(self.schema, "title", terms[0]) if len(terms) == 1
+                              else tantivy.Query.phrase_query(self.schema, "title", [*terms])))
+        if len(parts) < 2:  # one word left with something to look for in a title: no bonus
+            return tantivy.Query.empty_query()
+        return self._weigh(tantivy.Query.boolean_query(parts), fulltext.FIELD_BOOSTS.get("title", 1.0) * TITLE_ALL)
+
     def _words(self, text: str, pos: int, fields: tuple[str, ...]) -> tantivy.Query:
         if text.startswith('"'):
             return self._phrase(text.strip('"'), pos, fields)
@@ -232,13 +261,40 @@ class Parser:
                 continue
             q = (tantivy.Query.term_query(self.schema, f, analyzer_terms[0]) if len(analyzer_terms) == 1
                  else tantivy.Query.phrase_query(self.schema, f, [*analyzer_terms]))  # a list of str | (pos, str)
-            options.append(self._weigh(q, fulltext.FIELD_BOOSTS.get(f, 1.0)))
+            weight = fulltext.FIELD_BOOSTS.get(f, 1.0)
+            if f in LEVELLED and len(fields) > 1 and self.searcher is not None:
+                # A title (a path, an author) is a few words, and a word is rare among titles: BM25
+                # on that field alone, with the word's rarity among titles, gave one word in a title
+                # more than every word many times in a body. As BM25F does, the word weighs by its
+                # rarity in the whole collection (the field's length still counts).
+                weight *= self._levelled(f, analyzer_terms)
+            options.append(self._weigh(q, weight))
         for run in fulltext.CJK.findall(text):
             cjk = cjk_query(self.schema, run)
             options.append(tantivy.Query.const_score_query(cjk, 1.0) if self.constant else cjk)
         if not options:
             raise QueryError(f"{text!r} at position {pos} has no searchable word", pos)
         return options[0] if len(options) == 1 else tantivy.Query.disjunction_max_query(options, 0.1)
+
+    def _levelled(self, field: str, terms: list[str]) -> float:
+        """The collection's idf of ``terms`` over their idf in ``field`` alone (BM25 sums a phrase's
+        idfs): what turns BM25 on ``field`` into BM25 with the collection's idf. A document has
+        a word "in the collection" when it has it in its body, title or ``field``; the largest of
+        those counts stands for it (most titles repeat in their body)."""
+        assert self.searcher is not None
+        n = max(1, self.searcher.num_docs)
+
+        def idf(df: int) -> float:
+            df = min(df, n)  # doc_freq counts deleted documents until their segment is merged
+            return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+        own = anywhere = 0.0
+        for t in terms:
+            df = self.searcher.doc_freq(field, t)
+            stems = fulltext.analyze(t) if field == "path" else [t]  # path words are not stemmed
+            df_all = max([df] + [self.searcher.doc_freq(f, s) for s in stems for f in ("body", "title")])
+            own, anywhere = own + idf(df), anywhere + idf(df_all)
+        return anywhere / own if own > 0 else 1.0
 
     def _pattern(self, word: str, pos: int) -> None:
         """Count one prefix or fuzzy pattern of ``word`` at ``pos``, refusing one too long."""
@@ -297,6 +353,15 @@ def _lang(p: Parser, v: str, pos: int) -> tantivy.Query:
         raise QueryError(f"unknown language {v!r} at position {pos}: use a code (de, fr) or an English name "
                          f"({', '.join(sorted(fulltext.LANGUAGES.values()))})", pos)
     return p._filter(tantivy.Query.term_query(p.schema, "lang", code))
+
+
+def _plain(text: str) -> bool:
+    """A word or phrase searched in every text field: not a field filter, group, prefix or fuzzy word."""
+    if text.startswith('"'):
+        return True
+    m = re.match(r"^([a-z]+):", text)
+    return (text not in ("(", ")") and not (m and m.group(1) in FIELDS) and not text.endswith("*")
+            and re.search(r"~[12]?$", text) is None)
 
 
 def _title(p: Parser, v: str, pos: int) -> tantivy.Query:
@@ -425,5 +490,6 @@ FIELDS: dict[str, Callable[[Parser, str, int], tantivy.Query]] = {
 
 
 def parse(schema: tantivy.Schema, query: str, now: Callable[[], dt.datetime] = dt.datetime.now,
-          constant: bool = False, has_dup: Callable[[], tantivy.Query] | None = None) -> tantivy.Query:
-    return Parser(schema, query, now, constant, has_dup).parse()
+          constant: bool = False, has_dup: Callable[[], tantivy.Query] | None = None,
+          searcher: tantivy.Searcher | None = None) -> tantivy.Query:
+    return Parser(schema, query, now, constant, has_dup, searcher).parse()

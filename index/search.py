@@ -43,7 +43,8 @@ def parse(index: tantivy.Index, query: str, readable: ReadableClusters | None = 
             uris = readable.with_duplicates()
             return tantivy.Query.term_set_query(index.schema, "uri", uris) if uris else tantivy.Query.empty_query()
     try:
-        return query_language.parse(index.schema, query, constant=readable is not None, has_dup=has_dup)
+        return query_language.parse(index.schema, query, constant=readable is not None, has_dup=has_dup,
+                                    searcher=index.searcher())
     except ValueError as exc:  # tantivy refused a query we built: still the user's query's fault
         raise QueryError(f"cannot search for {query!r}: {exc}") from exc
 
