@@ -149,7 +149,14 @@ LAZY_IMPORTS = (
     # OCR (converters/ocr.py); Tesseract's language data is read when a file first needs it, from the
     # system's tessdata folder, which every account may read.
     "tesserocr",
+    # The language of each text (language.py) and the main content of web pages (content.py).
+    "py3langid.langid", "trafilatura", "lxml.html",
 )
+# What _warm_up converts: enough letters to be told a language, and a page short enough for
+# trafilatura to ask its fallbacks too.
+_WARM_TEXT = ("The worker reads the files it may read, converts them and hands their text to the index, "
+              "which keeps one entry for every document of the folders it watches.")
+_WARM_PAGE = f"<html><head><title>t</title></head><body><nav>Home</nav><p>{_WARM_TEXT}</p></body></html>"
 
 
 def preload() -> list[str]:
@@ -165,4 +172,19 @@ def preload() -> list[str]:
             importlib.import_module(name)
         except Exception:  # an optional library not installed, a codec this Python lacks
             missing.append(name)
+    _warm_up()
     return missing
+
+
+def _warm_up() -> None:
+    """Use once what reads its package's files on first use, not on import: py3langid's model and
+    trafilatura's fallbacks (jusText's stop lists). After the drop they could be unreadable."""
+    import lxml.html
+
+    from . import content, language
+
+    try:
+        language.detect(_WARM_TEXT)
+    except Exception:  # noqa: BLE001  the library missing: documents go without a language, as they would
+        logger.debug("language detection unavailable", exc_info=True)
+    content.library_text(lxml.html.fromstring(_WARM_PAGE))  # it logs and returns "" itself on failure

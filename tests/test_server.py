@@ -53,7 +53,8 @@ def test_round_trip_and_many_calls_on_one_connection(server):
         got = [c.call("search", query="hé", limit=i)["args"] for i in range(1, 6)]
     assert [g["limit"] for g in got] == [1, 2, 3, 4, 5]
     # defaults from the protocol fill in what was not sent
-    assert got[0] == {"query": "hé", "limit": 1, "offset": 0, "sort": "relevance", "all": False, "snippets": True}
+    assert got[0] == {"query": "hé", "limit": 1, "offset": 0, "sort": "relevance", "all": False, "snippets": True,
+                      "similar": None}
 
 
 def test_peer_credentials_come_from_the_kernel(server):
