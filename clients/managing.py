@@ -9,10 +9,12 @@ import logging
 import os
 import signal
 import sys
+import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
 from deskdex import settings
+from deskdex.errors import Interrupted
 from deskdex.paths import Home
 
 from .ask import ask_daemon, home_of
@@ -38,8 +40,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     if summary is None:
         cfg = settings.load(home.ensure())
         workers = args.workers or os.cpu_count() or 2
-        with terminate_as_interrupt():
-            summary = index_once(cfg, paths, workers=workers, progress=not args.no_progress).to_json()
+        with stop_on_signal() as stop:
+            summary = index_once(cfg, paths, workers=workers, progress=not args.no_progress, stop=stop).to_json()
     if args.json:
         print_json(summary)
     else:
@@ -111,9 +113,9 @@ def cmd_retry(args: argparse.Namespace) -> int:
         from deskdex.pipeline.indexer import retry_once
 
         cfg = settings.load(home_of(args).ensure())
-        with terminate_as_interrupt():
+        with stop_on_signal() as stop:
             n, summary = retry_once(cfg, path, workers=args.workers or os.cpu_count() or 2,
-                                    progress=not args.no_progress)
+                                    progress=not args.no_progress, stop=stop)
         result = {"retrying": n, **summary.to_json()}
         text = f"tried {_files(n)} again\n{format_summary(summary.to_json())}"
     else:
@@ -133,17 +135,29 @@ def _files(n: int) -> str:
 
 
 @contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM stops a one-shot run as Ctrl-C does: the conversions under way are abandoned (their
-    files are neither failed nor done: the next run converts them) and what is done is committed."""
+def stop_on_signal() -> Iterator[threading.Event]:
+    """Ctrl-C, and SIGTERM alike, stop a one-shot run: the conversions under way are abandoned
+    (their files are neither failed nor done: the next run converts them) and what is done is
+    committed. The handler raises KeyboardInterrupt where the main thread is, as Python's own does,
+    and also sets the event it yields, which the indexer looks at while it waits for conversions: a
+    KeyboardInterrupt raised inside a library's import can be swallowed there (lxml's module
+    initialisation, tests/test_retry.py), and the run then went on to the file's time limit. A
+    SIGINT this process was started ignoring (``nohup``, a background job) stays ignored."""
+    stop = threading.Event()
+
     def interrupt(signum: int, frame: object) -> None:
+        stop.set()
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    signals = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) != signal.SIG_IGN else [])
+    previous = {sig: signal.signal(sig, interrupt) for sig in signals}
     try:
-        yield
+        yield stop
+    except Interrupted:
+        raise KeyboardInterrupt from None  # the indexer saw the event: the same stop as Ctrl-C's
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def format_summary(s: dict[str, Any]) -> str:

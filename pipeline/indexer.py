@@ -459,20 +459,23 @@ def _due(row: Row) -> bool:
     return row.retry_at is not None and row.retry_at <= time.time()
 
 
-def index_once(cfg: Config, roots: list[str], workers: int, progress: bool) -> Summary:
-    """``deskdex index``: bring the index in line with ``roots`` once, at normal priority."""
+def index_once(cfg: Config, roots: list[str], workers: int, progress: bool,
+               stop: threading.Event | None = None) -> Summary:
+    """``deskdex index``: bring the index in line with ``roots`` once, at normal priority. ``stop``
+    set (a signal): the conversions under way are abandoned, the rest committed, Interrupted raised."""
     with Collection.from_settings(cfg, writable=True) as coll:
-        indexer = Indexer.from_settings(coll, cfg, workers=workers, idle=False)
+        indexer = Indexer.from_settings(coll, cfg, workers=workers, idle=False, stop=stop)
         files = indexer.scan(roots, cfg["exclude"])
         with with_bar(len(files) if progress else 0, min_total=1) as shown:
             return indexer.sync(roots, files, progress=shown)
 
 
-def retry_once(cfg: Config, under: str | None, workers: int, progress: bool) -> tuple[int, Summary]:
+def retry_once(cfg: Config, under: str | None, workers: int, progress: bool,
+               stop: threading.Event | None = None) -> tuple[int, Summary]:
     """``deskdex retry [PATH]`` with no daemon running: convert again, now, every transient failure
     at or under ``under`` (None: all). Returns how many there were, and the summary."""
     with Collection.from_settings(cfg, writable=True) as coll:
-        indexer = Indexer.from_settings(coll, cfg, workers=workers, idle=False)
+        indexer = Indexer.from_settings(coll, cfg, workers=workers, idle=False, stop=stop)
         scope = None if under is None else [under]
         indexer.retry_if_changed()
         coll.retry_now(scope, time.time())

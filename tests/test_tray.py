@@ -311,9 +311,9 @@ def test_search_as_you_type(tray: Any, corpus: Corpus) -> None:
     shown = titles(w)
     budget = next(i for i, s in enumerate(shown) if s.startswith("Quarterly budget 2026"))
     assert shown[budget].startswith(f"Quarterly budget 2026 — {corpus.budget}"), shown
-    assert shown[budget].endswith("2 near-duplicates"), shown
+    assert shown[budget].endswith("2 duplicates"), shown
     notes = shown[1 - budget]
-    assert notes.startswith(f"Budget meeting notes — {corpus.notes}") and "near-duplicate" not in notes, shown
+    assert notes.startswith(f"Budget meeting notes — {corpus.notes}") and "duplicate" not in notes, shown
     # The daemon's total counts every matching document, the copies folded into a hit included.
     assert w.info.text().split(",")[0] == "4 results", w.info.text()
     assert "<b>budget</b>" in w.results.topLevelItem(budget).data(0, HTML_ROLE)

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QLabel, QLineEdi
 from deskdex.errors import DeskdexError
 from deskdex.index.as_you_type import prefix_last_word
 
-from ..render import terminal_safe
+from ..render import cluster_counts, terminal_safe
 from .caller import Caller
 from .offline import FROM_INDEX
 
@@ -76,10 +76,6 @@ def as_rich_text(text: str) -> str:
     """``text`` for a tooltip, which Qt reads as HTML when it guesses it is (a name with "<b>" in
     it): always HTML, escaped, so it shows as written."""
     return f"<p style='white-space:pre'>{html.escape(text)}</p>"
-
-
-def copies_text(n: int) -> str:
-    return f"{n} near-duplicate{'' if n == 1 else 's'}" if n else ""
 
 
 class SearchWindow(QWidget):
@@ -187,13 +183,12 @@ class SearchWindow(QWidget):
         date = time.strftime("%Y-%m-%d", time.localtime(hit["mtime"])) if hit.get("mtime") else ""
         dups, similar = int(hit.get("duplicates") or 0), int(hit.get("similar") or 0)
         item = QTreeWidgetItem()
-        plain = [terminal_safe(hit.get("title") or os.path.basename(path)), shown, date, copies_text(dups),
-                 f"{similar} similar" if similar else ""]
+        counts = ", ".join(cluster_counts(dups, similar))
+        plain = [terminal_safe(hit.get("title") or os.path.basename(path)), shown, date, counts]
         item.setText(0, " — ".join(p for p in plain if p))
         item.setToolTip(0, as_rich_text(shown))
         item.setData(0, HIT_ROLE, hit)
         item.setData(0, PATH_ROLE, path)
-        counts = ", ".join(p for p in plain[3:] if p)
         badge = f" <span class='copies'>[{counts}]</span>" if counts else ""
         item.setData(0, HTML_ROLE,
                      f"<b>{html.escape(plain[0])}</b>{badge}<br><span class='path'>{html.escape(shown)}"
@@ -217,7 +212,8 @@ class SearchWindow(QWidget):
 
         def failed(error: DeskdexError) -> None:
             # an older daemon without the op still tells how many copies there are
-            child = QTreeWidgetItem([f"{copies_text(int(hit.get('duplicates') or 0))} (paths unavailable: {error})"])
+            counts = ", ".join(cluster_counts(int(hit.get("duplicates") or 0), int(hit.get("similar") or 0)))
+            child = QTreeWidgetItem([f"{counts} (paths unavailable: {error})"])
             child.setData(0, HTML_ROLE, html.escape(child.text(0)))
             item.addChild(child)
 
