@@ -163,9 +163,10 @@ def corpus_speed(method: str | None, corpus: Path = labelled_pages.CORPUS) -> in
 
 
 def _source(name: str) -> str:
-    """The manual a page comes from (``sphinx/MANUAL/...``), or its set."""
+    """The manual a page comes from (``sphinx/MANUAL/...``), the generator of an own page
+    (``own/GENERATOR/...``), or its set."""
     parts = name.split("/")
-    return parts[1] if parts[0] == "sphinx" and len(parts) > 2 else parts[0]
+    return parts[1] if parts[0] in ("sphinx", "own") and len(parts) > 2 else parts[0]
 
 
 if __name__ == "__main__":
