@@ -60,6 +60,10 @@ BOILER_NAMES = re.compile(
     r"nav|menu|footer|sidebar|side-bar|breadcrumb|comment|share|social|related|promo|advert|"
     r"\bads?\b|banner|cookie|popup|newsletter|subscribe|widget|masthead|toolbar|pagination|"
     r"skip|tags?\b|copyright|disclaimer|login|signup|search", re.I)
+# Class names of what sits beside an article's text, inside it: captions and photo credits, ad
+# slots, rating, sharing and font-size tools, datelines. trafilatura leaves them out on purpose and
+# ``_fill_gaps`` does not put them back (with ``figure`` and ``figcaption``: converters.html.BESIDE).
+BESIDE_NAMES = re.compile(r"caption|credit|\bads?\b|\bad-|advert|share|rating|tool|\bdate|byline|video|player|playlist", re.I)
 CONTENT_NAMES = re.compile(r"article|\bcontent|\bmain|\bpost|entry|\bbody|\btext|story|document|section",
                            re.I)
 
@@ -73,13 +77,14 @@ class PageTokens:
     """What the HTML walk records for the methods: the tag/word token sequence (``values``: +1 a
     word, 0 a word of anchor text, -1 a tag; ``owners``: the block a word belongs to, -1 for a tag),
     a DOM hint per block (-1 boilerplate element or class name, ``ID_HINT`` a boilerplate id,
-    +1 content name, 0 none) and ``named``, the blocks whose hint below 0 comes from a class or
-    id name only."""
+    +1 content name, 0 none), ``named``, the blocks whose hint below 0 comes from a class or
+    id name only, and ``beside``, the blocks in a figure or a box ``BESIDE_NAMES`` names."""
 
     values: list[int] = field(default_factory=list)
     owners: list[int] = field(default_factory=list)
     hints: dict[int, int] = field(default_factory=dict)
     named: set[int] = field(default_factory=set)
+    beside: set[int] = field(default_factory=set)
 
     def tags(self, n: int = 1) -> None:
         self.values.extend([-1] * n)
@@ -264,7 +269,56 @@ def _main_by_library(blocks: list[Block], root: HtmlElement, page: PageTokens) -
     # A class over all of the text (an article "post social-share") was wrong: kept.
     if sum(count_words(blocks[n].text) for n in main - classes) >= MIN_TEXT:
         main -= classes
-    return main
+    return _fill_gaps(blocks, main, page) if main else main
+
+
+RUN_LINKS = 0.2
+FILL_NAMED = True  # class-named blocks of running text between main blocks are put back (a DocBook "sidebar")
+
+
+def _run_link_share(blocks: Sequence[Block], main: set[int]) -> dict[int, float]:
+    """For each block outside ``main``, the share of link words in its run of such blocks."""
+    share: dict[int, float] = {}
+    run: list[int] = []
+    for n in range(len(blocks) + 1):
+        if n < len(blocks) and n not in main:
+            run.append(n)
+            continue
+        words = sum(count_words(blocks[k].text) for k in run)
+        links = sum(_link_words(blocks[k]) for k in run)
+        share.update((k, links / words if words else 0.0) for k in run)
+        run = []
+    return share
+
+
+def _fill_gaps(blocks: Sequence[Block], main: set[int], page: PageTokens) -> set[int]:
+    """``main`` plus the blocks between its first and last block that trafilatura left out but are
+    the article's: on manuals it drops headings, list items, table cells and code, and paragraphs
+    after an inline element it misreads (a Debian handbook page lost 60 % of its words). Left out
+    still: link lists, ``nav``/``footer``/``aside`` boxes, figures, captions and tools
+    (``PageTokens.beside``), class-named boxes unless running text, and a heading whose text (the
+    next block that is no heading) is not main."""
+    kept = set(main)
+    headings = []
+    run_links = _run_link_share(blocks, main)
+    for n in range(min(main) + 1, max(main)):
+        block = blocks[n]
+        words = count_words(block.text)
+        if n in kept or not words or n in page.beside or _link_words(block) / words > 0.5:
+            continue
+        if run_links[n] > RUN_LINKS:
+            continue
+        if page.hints.get(n, 0) < 0 and (n not in page.named or not FILL_NAMED or block_score(block, 0) <= 0):
+            continue
+        if block.kind == "h":
+            headings.append(n)
+        else:
+            kept.add(n)
+    for n in headings:
+        text = next((k for k in range(n + 1, len(blocks)) if blocks[k].kind != "h" and blocks[k].text.strip()), None)
+        if text in kept:
+            kept.add(n)
+    return kept
 
 
 def align(blocks: Sequence[Block], main_words: Sequence[str]) -> set[int]:
