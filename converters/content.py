@@ -273,6 +273,8 @@ def _main_by_library(blocks: list[Block], root: HtmlElement, page: PageTokens) -
 
 
 RUN_LINKS = 0.2
+EXTEND_DOM = True
+EXTEND_SHARE = 0.1
 FILL_NAMED = True  # class-named blocks of running text between main blocks are put back (a DocBook "sidebar")
 
 
@@ -292,16 +294,32 @@ def _run_link_share(blocks: Sequence[Block], main: set[int]) -> dict[int, float]
 
 
 def _fill_gaps(blocks: Sequence[Block], main: set[int], page: PageTokens) -> set[int]:
-    """``main`` plus the blocks between its first and last block that trafilatura left out but are
-    the article's: on manuals it drops headings, list items, table cells and code, and paragraphs
-    after an inline element it misreads (a Debian handbook page lost 60 % of its words). Left out
-    still: link lists, ``nav``/``footer``/``aside`` boxes, figures, captions and tools
-    (``PageTokens.beside``), class-named boxes unless running text, and a heading whose text (the
-    next block that is no heading) is not main."""
+    """``main`` plus the blocks around it that trafilatura left out but are the article's.
+
+    On manuals it drops headings, list items, table cells and code, and paragraphs after an inline
+    element it misreads (a Debian handbook page kept 38 % of its words). The blocks between its
+    first and last main block count, and when they bring a sizeable share of the text (its text was
+    a damaged reading of the page), so do those of the DOM method's run around it (what it lost at
+    the start and the end). Left out still: link lists and runs of blocks mostly links (a list of
+    teasers), ``nav``/``footer``/``aside`` boxes, figures, images, captions and tools
+    (``PageTokens.beside``: what it leaves out of a news page on purpose), class-named boxes that
+    are not running text, and a heading whose text (the next block that is no heading) is not main.
+    """
+    kept = _fill_between(blocks, main, page, min(main) + 1, max(main))
+    added = sum(count_words(blocks[n].text) for n in kept - main)
+    if EXTEND_DOM and added > EXTEND_SHARE * sum(count_words(blocks[n].text) for n in kept):
+        dom = _dom_run(blocks, page.hints) or set()
+        if dom & kept:
+            kept = _fill_between(blocks, kept, page, min(dom), max(dom) + 1)
+    return kept
+
+
+def _fill_between(blocks: Sequence[Block], main: set[int], page: PageTokens, lo: int, hi: int) -> set[int]:
+    """``main`` plus the blocks of ``range(lo, hi)`` that are text of the article (see ``_fill_gaps``)."""
     kept = set(main)
     headings = []
     run_links = _run_link_share(blocks, main)
-    for n in range(min(main) + 1, max(main)):
+    for n in range(lo, hi):
         block = blocks[n]
         words = count_words(block.text)
         if n in kept or not words or n in page.beside or _link_words(block) / words > 0.5:
