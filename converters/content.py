@@ -6,7 +6,9 @@ Three methods mark ``Block.boilerplate`` on a converted HTML Document; boilerpla
 ``trafilatura`` (the default, issue 17): trafilatura, a library made for the job, finds the main
 text of the parsed page; ``align`` places our blocks in that text, and blocks under ``nav``,
 ``footer``, ``aside`` or a class naming boilerplate are left out of it (see ``_main_by_library``).
-Where it finds nothing, fails, or the page is too large for it, the ``dom`` method decides.
+What it drops of an article (headings, lists, code and paragraphs of manuals) is put back from our
+own blocks around its text (``_fill_gaps``). Where it finds nothing, fails, or the page is too
+large for it, the ``dom`` method decides.
 
 ``tokens``: the lecture notes' content-block method. The page is a sequence of tokens, each a tag
 or a word; choose ``i <= j`` to maximise the tags before ``i`` and after ``j`` plus the words
@@ -52,6 +54,14 @@ MIN_TEXT = 10.0  # the DOM score a page's best run needs to count as running tex
 # page of the Python manual: 2.5 s) and a file has 60 s; an article has a few hundred.
 LIBRARY_MAX_BLOCKS = 5_000
 LIBRARY_SECOND_OPINION = 250  # a main text of fewer words is asked again with trafilatura's fallbacks
+SECOND_OPINION_DOM = 0.8  # ... when it also has under this share of the DOM method's words
+# Filling in what trafilatura dropped (_fill_gaps): a run of left-out blocks with more link words
+# than RUN_LINKS is a list of teasers; its reading of a page is damaged when the blocks between its
+# first and last block bring over DAMAGED_SHARE of the text, or its text is under SHORT_SHARE of
+# the DOM method's run.
+RUN_LINKS = 0.2
+DAMAGED_SHARE = 0.1
+SHORT_SHARE = 0.5
 
 # A word is a run of letters/digits; ideographs and kana count one each, since CJK text has no spaces.
 WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|\w+")
@@ -233,8 +243,9 @@ def _dom_run(blocks: list[Block], hints: dict[int, int]) -> set[int] | None:
     return main
 
 
-def library_text(root: HtmlElement) -> str:
-    """The main text trafilatura finds in a parsed page ("" when it finds none or fails)."""
+def library_text(root: HtmlElement, enough: float = LIBRARY_SECOND_OPINION) -> str:
+    """The main text trafilatura finds in a parsed page ("" when it finds none or fails); a text
+    of fewer than ``enough`` words is asked again with its fallbacks."""
     try:
         import trafilatura  # on first use: 0.5 s and 15 MB that only HTML conversion needs
 
@@ -243,7 +254,7 @@ def library_text(root: HtmlElement) -> str:
         # the same F1 on the labelled pages in 60 % of the time. A short text is where they
         # count (a short page's footer kept, its paragraphs lost), and there they cost little.
         text = trafilatura.extract(root, fast=True, include_comments=False, include_tables=True) or ""
-        if count_words(text) < LIBRARY_SECOND_OPINION:
+        if count_words(text) < enough:
             text = trafilatura.extract(root, include_comments=False, include_tables=True) or ""
         return text
     except Exception as exc:  # noqa: BLE001
@@ -256,8 +267,13 @@ def library_text(root: HtmlElement) -> str:
 def _main_by_library(blocks: list[Block], root: HtmlElement, page: PageTokens) -> set[int] | None:
     """The blocks whose text is trafilatura's main text, less those inside a ``nav``, ``footer``
     or ``aside`` (short pages it takes whole) or a box whose class names boilerplate (its comment
-    detection misses comment lists such a class names); None when it returns nothing."""
-    text = library_text(root)
+    detection misses comment lists such a class names), plus the article's blocks it dropped
+    (``_fill_gaps``); None when it returns nothing."""
+    dom = _dom_run(blocks, page.hints) or set()
+    # Its fallbacks are asked only when its fast text is short for the page: our own run is the
+    # measure (a manual's short page, which the fast mode reads well, costs one call, not two).
+    enough = min(LIBRARY_SECOND_OPINION, SECOND_OPINION_DOM * _words(blocks, dom))
+    text = library_text(root, enough)
     if not text.strip():
         return None
     main = align(blocks, [w.lower() for w in WORD.findall(text)])
@@ -269,48 +285,31 @@ def _main_by_library(blocks: list[Block], root: HtmlElement, page: PageTokens) -
     # A class over all of the text (an article "post social-share") was wrong: kept.
     if sum(count_words(blocks[n].text) for n in main - classes) >= MIN_TEXT:
         main -= classes
-    return _fill_gaps(blocks, main, page) if main else main
+    return _fill_gaps(blocks, main, page, dom) if main else main
 
 
-RUN_LINKS = 0.2
-EXTEND_DOM = True
-EXTEND_SHARE = 0.1
-FILL_NAMED = True  # class-named blocks of running text between main blocks are put back (a DocBook "sidebar")
+def _words(blocks: Sequence[Block], which: Collection[int]) -> int:
+    return sum(count_words(blocks[n].text) for n in which)
 
 
-def _run_link_share(blocks: Sequence[Block], main: set[int]) -> dict[int, float]:
-    """For each block outside ``main``, the share of link words in its run of such blocks."""
-    share: dict[int, float] = {}
-    run: list[int] = []
-    for n in range(len(blocks) + 1):
-        if n < len(blocks) and n not in main:
-            run.append(n)
-            continue
-        words = sum(count_words(blocks[k].text) for k in run)
-        links = sum(_link_words(blocks[k]) for k in run)
-        share.update((k, links / words if words else 0.0) for k in run)
-        run = []
-    return share
-
-
-def _fill_gaps(blocks: Sequence[Block], main: set[int], page: PageTokens) -> set[int]:
+def _fill_gaps(blocks: Sequence[Block], main: set[int], page: PageTokens, dom: set[int]) -> set[int]:
     """``main`` plus the blocks around it that trafilatura left out but are the article's.
 
     On manuals it drops headings, list items, table cells and code, and paragraphs after an inline
     element it misreads (a Debian handbook page kept 38 % of its words). The blocks between its
-    first and last main block count, and when they bring a sizeable share of the text (its text was
-    a damaged reading of the page), so do those of the DOM method's run around it (what it lost at
-    the start and the end). Left out still: link lists and runs of blocks mostly links (a list of
-    teasers), ``nav``/``footer``/``aside`` boxes, figures, images, captions and tools
-    (``PageTokens.beside``: what it leaves out of a news page on purpose), class-named boxes that
-    are not running text, and a heading whose text (the next block that is no heading) is not main.
+    first and last main block count; and where its reading was damaged (those blocks bring over
+    ``DAMAGED_SHARE`` of the text, or its text is under ``SHORT_SHARE`` of the DOM method's run
+    ``dom``), so do those of the DOM run around it: what it lost at the start and the end. Left out
+    still: link lists and runs of blocks mostly links (a list of teasers), ``nav``/``footer``/
+    ``aside`` boxes, figures, images, captions and tools (``PageTokens.beside``: what it leaves out
+    of a news page on purpose), class-named boxes that are not running text (a DocBook "sidebar" is
+    a box of the text), and a heading whose text (the next block that is no heading) is not main.
     """
     kept = _fill_between(blocks, main, page, min(main) + 1, max(main))
-    added = sum(count_words(blocks[n].text) for n in kept - main)
-    if EXTEND_DOM and added > EXTEND_SHARE * sum(count_words(blocks[n].text) for n in kept):
-        dom = _dom_run(blocks, page.hints) or set()
-        if dom & kept:
-            kept = _fill_between(blocks, kept, page, min(dom), max(dom) + 1)
+    total = _words(blocks, kept)
+    damaged = _words(blocks, kept - main) > DAMAGED_SHARE * total or total < SHORT_SHARE * _words(blocks, dom)
+    if damaged and dom & kept:
+        kept = _fill_between(blocks, kept, page, min(dom), max(dom) + 1)
     return kept
 
 
@@ -326,7 +325,7 @@ def _fill_between(blocks: Sequence[Block], main: set[int], page: PageTokens, lo:
             continue
         if run_links[n] > RUN_LINKS:
             continue
-        if page.hints.get(n, 0) < 0 and (n not in page.named or not FILL_NAMED or block_score(block, 0) <= 0):
+        if page.hints.get(n, 0) < 0 and (n not in page.named or block_score(block, 0) <= 0):
             continue
         if block.kind == "h":
             headings.append(n)
@@ -337,6 +336,21 @@ def _fill_between(blocks: Sequence[Block], main: set[int], page: PageTokens, lo:
         if text in kept:
             kept.add(n)
     return kept
+
+
+def _run_link_share(blocks: Sequence[Block], main: set[int]) -> dict[int, float]:
+    """For each block outside ``main``, the share of link words in its run of such blocks."""
+    share: dict[int, float] = {}
+    run: list[int] = []
+    for n in range(len(blocks) + 1):
+        if n < len(blocks) and n not in main:
+            run.append(n)
+            continue
+        words = _words(blocks, run)
+        links = sum(_link_words(blocks[k]) for k in run)
+        share.update((k, links / words if words else 0.0) for k in run)
+        run = []
+    return share
 
 
 def align(blocks: Sequence[Block], main_words: Sequence[str]) -> set[int]:
