@@ -395,19 +395,24 @@ _MAX_PLACES = 64  # occurrences of one 3-gram looked at: a phrase repeated more 
 def _place(ws: list[str], index: dict[tuple[str, ...], list[int]]) -> list[tuple[int, int, int]]:
     """Where block words ``ws`` may lie in the main text: ``(start, end, grams found)`` at each of
     the best-voted starts (several where the text repeats the block), best first."""
-    grams = [tuple(ws[k:k + 3]) for k in range(len(ws) - 2)]
+    # Each 3-gram's places in the text, ascending (the index is built in text order).
+    grams = [index.get(tuple(ws[k:k + 3]), [])[:_MAX_PLACES] for k in range(len(ws) - 2)]
     votes: Counter[int] = Counter()
-    for k, g in enumerate(grams):
-        for p in index.get(g, ())[:_MAX_PLACES]:
+    for k, at in enumerate(grams):
+        for p in at:
             votes[p - k] += 1
     places: list[tuple[int, int, int]] = []
     slack = max(3, len(ws) // 10)
     for start, v in votes.most_common(_MAX_PLACES):
         if 2 * v < len(grams) and places:
             break
-        # Words the extractor dropped inside the block shift the later 3-grams: count those near.
+        # Words the extractor dropped inside the block shift the later 3-grams: count those near
+        # (a binary search each: this count was a third of the time of a page's conversion).
         lo, hi = start - slack, start + len(ws) + slack
-        found = sum(1 for g in grams if any(lo <= p <= hi for p in index.get(g, ())[:_MAX_PLACES]))
+        found = 0
+        for at in grams:
+            i = bisect.bisect_left(at, lo)
+            found += i < len(at) and at[i] <= hi
         if 2 * found >= len(grams):
             places.append((max(start, 0), start + len(ws), found))
     return places
