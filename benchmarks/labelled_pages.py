@@ -18,6 +18,10 @@ doc packages (``apt-get download``, unpacked with ``dpkg -x``): Flask (pallets t
 sidebars, navigation and footers. The labels are the authors' own sources, so independent of any
 extractor, but they are reST with markup stripped by a regex (directive arguments, option lists
 and tables keep some noise) and auto-generated parts (API signatures from autodoc) are not in them.
+
+``own``: 48 corpus pages of six generators (Debian handbook, DocBook XSL, Sphinx, Markdown, pandoc,
+HTML mail) labelled by hand for issue 17 (``benchmarks/labels``, see its README): the page's HTML is
+read from the corpus, the label from the repository.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ CORPUS = Path(os.environ.get("DESKDEX_CORPUS", "/tmp/corpora/mixed"))
 SPHINX_ROOTS = ("deb/python3.11-doc/html", "deb/debian-policy/policy.html")
 DEB_DOCS = ("python-flask-doc", "python-requests-doc", "sphinx-doc", "python-pytest-doc")
 SPHINX_SKIP = {"genindex", "search", "py-modindex", "contents", "index"}
+OWN_LABELS = Path(__file__).resolve().parent / "labels"
 
 
 # What each set's labels are, printed with its figures (they are not all independent human labels).
@@ -49,6 +54,7 @@ LABELS = {
     "sphinx": "the pages' own reST sources (_sources/), markup stripped: authors' text, not an extractor's",
     "sphinx-themes": "the same, on four other Sphinx themes from Debian doc packages (flask, requests, "
                      "sphinx, pytest)",
+    "own": "read by hand for issue 17 on corpus pages of six generators (benchmarks/labels)",
 }
 
 
@@ -56,6 +62,8 @@ LABELS = {
 # seeded hash of its name says so, so a page stays on its side as sets grow or shrink.
 SPLIT_SEED = "deskdex-main-content-17"
 HELD_OUT_SHARE = 0.3
+# The own set is small (48 pages): 40 % held out leaves about 19 pages to judge the target by.
+OWN_HELD_OUT_SHARE = 0.4
 
 
 @dataclass(frozen=True)
@@ -63,12 +71,13 @@ class Page:
     name: str
     html: str
     label: str
+    held_out_share: float = HELD_OUT_SHARE
 
     @property
     def part(self) -> str:
         """``held-out`` (never looked at while tuning) or ``tune``."""
         h = int.from_bytes(hashlib.sha256(f"{SPLIT_SEED}:{self.name}".encode()).digest()[:8], "big")
-        return "held-out" if h / 2**64 < HELD_OUT_SHARE else "tune"
+        return "held-out" if h / 2**64 < self.held_out_share else "tune"
 
 
 def _read(path: Path) -> str:
@@ -170,9 +179,24 @@ def _manual(base: Path) -> str:
                 base.name)
 
 
+def own_pages(corpus: Path = CORPUS, labels: Path = OWN_LABELS) -> Iterator[Page]:
+    """The hand-labelled pages: ``NNN.txt`` starts with ``# PATH (GENERATOR)``, PATH in the corpus."""
+    if not corpus.exists():
+        raise FileNotFoundError(f"the corpus {corpus} is missing (DESKDEX_CORPUS)")
+    for path in sorted(labels.glob("*.txt")):
+        header, _, label = _read(path).partition("\n")
+        rel, _, generator = header.removeprefix("# ").rpartition(" (")
+        html = corpus / rel
+        if not html.exists():
+            logger.warning("%s: MISSING %s in the corpus, the page is left out", path.name, rel)
+            continue
+        yield Page(f"own/{generator.rstrip(')')}/{rel}", _read(html), label, OWN_HELD_OUT_SHARE)
+
+
 # Each set by name, called with ``limit`` (at most this many pages, for the large sets).
 LOADERS: dict[str, Callable[..., Iterator[Page]]] = {
     "news": lambda limit=None: news_pages(),
     "sphinx": lambda limit=None: sphinx_pages(limit=limit),
     "sphinx-themes": lambda limit=None: sphinx_theme_pages(limit=limit),
+    "own": lambda limit=None: own_pages(),
 }

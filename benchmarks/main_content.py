@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                 got, want = words(text), words(page.label)
                 p, r, f = prf(got, want)
                 g = ngram_overlap(got, want)
-                by_source[_source(page.name)][label].append(f)
+                by_source[f"{_source(page.name)} {page.part}"][label].append(f)
                 scores[page.part].append((p, r, f, g, dt))
                 scores["all"].append((p, r, f, g, dt))
                 if args.per_page:
@@ -132,10 +132,13 @@ def main(argv: list[str] | None = None) -> int:
                 results[name][label][part] = {"pages": len(rows), "precision": round(p, 4), "recall": round(r, 4),
                                               "f1": round(f, 4), "ngram4": round(g, 4), "ms_per_page": round(1000 * dt, 2)}
                 print(f"{label:18} {part:9} {len(rows):5} {p:6.3f} {r:6.3f} {f:6.3f} {g:7.3f} {1000 * dt:8.1f}")
-        if len(by_source) > 1:  # one manual with many pages of one kind can carry a set's average
+        # One manual with many pages of one kind can carry a set's average: F1 per source and part.
+        if len({src.rsplit(" ", 1)[0] for src in by_source}) > 1:
+            results[name]["by source"] = {src: {label: round(sum(v) / len(v), 4) for label, v in fs.items()}
+                                          for src, fs in sorted(by_source.items())}
             print("  F1 by source: " + "; ".join(
                 f"{src} ({len(next(iter(fs.values())))}): " + " ".join(f"{sum(v) / len(v):.2f}" for v in fs.values())
-                for src, fs in by_source.items()) + f"  [{', '.join(methods)}]")
+                for src, fs in sorted(by_source.items())) + f"  [{', '.join(methods)}]")
     if args.part == "both" and args.limit is None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1) + "\n")
@@ -163,9 +166,10 @@ def corpus_speed(method: str | None, corpus: Path = labelled_pages.CORPUS) -> in
 
 
 def _source(name: str) -> str:
-    """The manual a page comes from (``sphinx/MANUAL/...``), or its set."""
+    """The manual a page comes from (``sphinx/MANUAL/...``), the generator of an own page
+    (``own/GENERATOR/...``), or its set."""
     parts = name.split("/")
-    return parts[1] if parts[0] == "sphinx" and len(parts) > 2 else parts[0]
+    return parts[1] if parts[0] in ("sphinx", "own") and len(parts) > 2 else parts[0]
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ Three methods mark ``Block.boilerplate`` on a converted HTML Document; boilerpla
 ``trafilatura`` (the default, issue 17): trafilatura, a library made for the job, finds the main
 text of the parsed page; ``align`` places our blocks in that text, and blocks under ``nav``,
 ``footer``, ``aside`` or a class naming boilerplate are left out of it (see ``_main_by_library``).
-Where it finds nothing, fails, or the page is too large for it, the ``dom`` method decides.
+What it drops of an article (headings, lists, code and paragraphs of manuals) is put back from our
+own blocks around its text (``_fill_gaps``). Where it finds nothing, fails, or the page is too
+large for it, the ``dom`` method decides.
 
 ``tokens``: the lecture notes' content-block method. The page is a sequence of tokens, each a tag
 or a word; choose ``i <= j`` to maximise the tags before ``i`` and after ``j`` plus the words
@@ -52,6 +54,14 @@ MIN_TEXT = 10.0  # the DOM score a page's best run needs to count as running tex
 # page of the Python manual: 2.5 s) and a file has 60 s; an article has a few hundred.
 LIBRARY_MAX_BLOCKS = 5_000
 LIBRARY_SECOND_OPINION = 250  # a main text of fewer words is asked again with trafilatura's fallbacks
+SECOND_OPINION_DOM = 0.8  # ... when it also has under this share of the DOM method's words
+# Filling in what trafilatura dropped (_fill_gaps): a run of left-out blocks with more link words
+# than RUN_LINKS is a list of teasers; its reading of a page is damaged when the blocks between its
+# first and last block bring over DAMAGED_SHARE of the text, or its text is under SHORT_SHARE of
+# the DOM method's run.
+RUN_LINKS = 0.2
+DAMAGED_SHARE = 0.1
+SHORT_SHARE = 0.5
 
 # A word is a run of letters/digits; ideographs and kana count one each, since CJK text has no spaces.
 WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|\w+")
@@ -60,6 +70,10 @@ BOILER_NAMES = re.compile(
     r"nav|menu|footer|sidebar|side-bar|breadcrumb|comment|share|social|related|promo|advert|"
     r"\bads?\b|banner|cookie|popup|newsletter|subscribe|widget|masthead|toolbar|pagination|"
     r"skip|tags?\b|copyright|disclaimer|login|signup|search", re.I)
+# Class names of what sits beside an article's text, inside it: captions and photo credits, ad
+# slots, rating, sharing and font-size tools, datelines. trafilatura leaves them out on purpose and
+# ``_fill_gaps`` does not put them back (with ``figure`` and ``figcaption``: converters.html.BESIDE).
+BESIDE_NAMES = re.compile(r"caption|credit|\bads?\b|\bad-|advert|share|rating|tool|\bdate|byline|video|player|playlist", re.I)
 CONTENT_NAMES = re.compile(r"article|\bcontent|\bmain|\bpost|entry|\bbody|\btext|story|document|section",
                            re.I)
 
@@ -73,13 +87,14 @@ class PageTokens:
     """What the HTML walk records for the methods: the tag/word token sequence (``values``: +1 a
     word, 0 a word of anchor text, -1 a tag; ``owners``: the block a word belongs to, -1 for a tag),
     a DOM hint per block (-1 boilerplate element or class name, ``ID_HINT`` a boilerplate id,
-    +1 content name, 0 none) and ``named``, the blocks whose hint below 0 comes from a class or
-    id name only."""
+    +1 content name, 0 none), ``named``, the blocks whose hint below 0 comes from a class or
+    id name only, and ``beside``, the blocks in a figure or a box ``BESIDE_NAMES`` names."""
 
     values: list[int] = field(default_factory=list)
     owners: list[int] = field(default_factory=list)
     hints: dict[int, int] = field(default_factory=dict)
     named: set[int] = field(default_factory=set)
+    beside: set[int] = field(default_factory=set)
 
     def tags(self, n: int = 1) -> None:
         self.values.extend([-1] * n)
@@ -228,8 +243,9 @@ def _dom_run(blocks: list[Block], hints: dict[int, int]) -> set[int] | None:
     return main
 
 
-def library_text(root: HtmlElement) -> str:
-    """The main text trafilatura finds in a parsed page ("" when it finds none or fails)."""
+def library_text(root: HtmlElement, enough: float = LIBRARY_SECOND_OPINION) -> str:
+    """The main text trafilatura finds in a parsed page ("" when it finds none or fails); a text
+    of fewer than ``enough`` words is asked again with its fallbacks."""
     try:
         import trafilatura  # on first use: 0.5 s and 15 MB that only HTML conversion needs
 
@@ -238,7 +254,7 @@ def library_text(root: HtmlElement) -> str:
         # the same F1 on the labelled pages in 60 % of the time. A short text is where they
         # count (a short page's footer kept, its paragraphs lost), and there they cost little.
         text = trafilatura.extract(root, fast=True, include_comments=False, include_tables=True) or ""
-        if count_words(text) < LIBRARY_SECOND_OPINION:
+        if count_words(text) < enough:
             text = trafilatura.extract(root, include_comments=False, include_tables=True) or ""
         return text
     except Exception as exc:  # noqa: BLE001
@@ -251,8 +267,13 @@ def library_text(root: HtmlElement) -> str:
 def _main_by_library(blocks: list[Block], root: HtmlElement, page: PageTokens) -> set[int] | None:
     """The blocks whose text is trafilatura's main text, less those inside a ``nav``, ``footer``
     or ``aside`` (short pages it takes whole) or a box whose class names boilerplate (its comment
-    detection misses comment lists such a class names); None when it returns nothing."""
-    text = library_text(root)
+    detection misses comment lists such a class names), plus the article's blocks it dropped
+    (``_fill_gaps``); None when it returns nothing."""
+    dom = _dom_run(blocks, page.hints) or set()
+    # Its fallbacks are asked only when its fast text is short for the page: our own run is the
+    # measure (a manual's short page, which the fast mode reads well, costs one call, not two).
+    enough = min(LIBRARY_SECOND_OPINION, SECOND_OPINION_DOM * _words(blocks, dom))
+    text = library_text(root, enough)
     if not text.strip():
         return None
     main = align(blocks, [w.lower() for w in WORD.findall(text)])
@@ -264,7 +285,72 @@ def _main_by_library(blocks: list[Block], root: HtmlElement, page: PageTokens) -
     # A class over all of the text (an article "post social-share") was wrong: kept.
     if sum(count_words(blocks[n].text) for n in main - classes) >= MIN_TEXT:
         main -= classes
-    return main
+    return _fill_gaps(blocks, main, page, dom) if main else main
+
+
+def _words(blocks: Sequence[Block], which: Collection[int]) -> int:
+    return sum(count_words(blocks[n].text) for n in which)
+
+
+def _fill_gaps(blocks: Sequence[Block], main: set[int], page: PageTokens, dom: set[int]) -> set[int]:
+    """``main`` plus the blocks around it that trafilatura left out but are the article's.
+
+    On manuals it drops headings, list items, table cells and code, and paragraphs after an inline
+    element it misreads (a Debian handbook page kept 38 % of its words). The blocks between its
+    first and last main block count; and where its reading was damaged (those blocks bring over
+    ``DAMAGED_SHARE`` of the text, or its text is under ``SHORT_SHARE`` of the DOM method's run
+    ``dom``), so do those of the DOM run around it: what it lost at the start and the end. Left out
+    still: link lists and runs of blocks mostly links (a list of teasers), ``nav``/``footer``/
+    ``aside`` boxes, figures, images, captions and tools (``PageTokens.beside``: what it leaves out
+    of a news page on purpose), class-named boxes that are not running text (a DocBook "sidebar" is
+    a box of the text), and a heading whose text (the next block that is no heading) is not main.
+    """
+    kept = _fill_between(blocks, main, page, min(main) + 1, max(main))
+    total = _words(blocks, kept)
+    damaged = _words(blocks, kept - main) > DAMAGED_SHARE * total or total < SHORT_SHARE * _words(blocks, dom)
+    if damaged and dom & kept:
+        kept = _fill_between(blocks, kept, page, min(dom), max(dom) + 1)
+    return kept
+
+
+def _fill_between(blocks: Sequence[Block], main: set[int], page: PageTokens, lo: int, hi: int) -> set[int]:
+    """``main`` plus the blocks of ``range(lo, hi)`` that are text of the article (see ``_fill_gaps``)."""
+    kept = set(main)
+    headings = []
+    run_links = _run_link_share(blocks, main)
+    for n in range(lo, hi):
+        block = blocks[n]
+        words = count_words(block.text)
+        if n in kept or not words or n in page.beside or _link_words(block) / words > 0.5:
+            continue
+        if run_links[n] > RUN_LINKS:
+            continue
+        if page.hints.get(n, 0) < 0 and (n not in page.named or block_score(block, 0) <= 0):
+            continue
+        if block.kind == "h":
+            headings.append(n)
+        else:
+            kept.add(n)
+    for n in headings:
+        text = next((k for k in range(n + 1, len(blocks)) if blocks[k].kind != "h" and blocks[k].text.strip()), None)
+        if text in kept:
+            kept.add(n)
+    return kept
+
+
+def _run_link_share(blocks: Sequence[Block], main: set[int]) -> dict[int, float]:
+    """For each block outside ``main``, the share of link words in its run of such blocks."""
+    share: dict[int, float] = {}
+    run: list[int] = []
+    for n in range(len(blocks) + 1):
+        if n < len(blocks) and n not in main:
+            run.append(n)
+            continue
+        words = _words(blocks, run)
+        links = sum(_link_words(blocks[k]) for k in run)
+        share.update((k, links / words if words else 0.0) for k in run)
+        run = []
+    return share
 
 
 def align(blocks: Sequence[Block], main_words: Sequence[str]) -> set[int]:
@@ -309,19 +395,24 @@ _MAX_PLACES = 64  # occurrences of one 3-gram looked at: a phrase repeated more 
 def _place(ws: list[str], index: dict[tuple[str, ...], list[int]]) -> list[tuple[int, int, int]]:
     """Where block words ``ws`` may lie in the main text: ``(start, end, grams found)`` at each of
     the best-voted starts (several where the text repeats the block), best first."""
-    grams = [tuple(ws[k:k + 3]) for k in range(len(ws) - 2)]
+    # Each 3-gram's places in the text, ascending (the index is built in text order).
+    grams = [index.get(tuple(ws[k:k + 3]), [])[:_MAX_PLACES] for k in range(len(ws) - 2)]
     votes: Counter[int] = Counter()
-    for k, g in enumerate(grams):
-        for p in index.get(g, ())[:_MAX_PLACES]:
+    for k, at in enumerate(grams):
+        for p in at:
             votes[p - k] += 1
     places: list[tuple[int, int, int]] = []
     slack = max(3, len(ws) // 10)
     for start, v in votes.most_common(_MAX_PLACES):
         if 2 * v < len(grams) and places:
             break
-        # Words the extractor dropped inside the block shift the later 3-grams: count those near.
+        # Words the extractor dropped inside the block shift the later 3-grams: count those near
+        # (a binary search each: this count was a third of the time of a page's conversion).
         lo, hi = start - slack, start + len(ws) + slack
-        found = sum(1 for g in grams if any(lo <= p <= hi for p in index.get(g, ())[:_MAX_PLACES]))
+        found = 0
+        for at in grams:
+            i = bisect.bisect_left(at, lo)
+            found += i < len(at) and at[i] <= hi
         if 2 * found >= len(grams):
             places.append((max(start, 0), start + len(ws), found))
     return places

@@ -26,10 +26,13 @@ logger = logging.getLogger(__name__)
 DROP = {"script", "style", "noscript", "template", "svg", "math", "head", "iframe", "object",
         "canvas", "select", "button", "form"}
 BOILER = {"nav", "header", "footer", "aside", "menu"}
+# Text beside an article's running text, not part of it: what trafilatura leaves out on purpose
+# and ``content`` does not put back (see ``content.BESIDE_NAMES``).
+BESIDE = {"figure", "figcaption"}
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 BLOCKS = {"p": "p", "div": "p", "section": "p", "article": "p", "main": "p", "li": "li", "dt": "li",
           "dd": "li", "td": "td", "th": "td", "pre": "pre", "blockquote": "quote", "tr": "p",
-          "table": "p", "ul": "p", "ol": "p", "dl": "p", "figcaption": "p", "caption": "p",
+          "table": "p", "ul": "p", "ol": "p", "dl": "p", "figure": "p", "figcaption": "p", "caption": "p",
           "address": "p", "center": "p", "body": "p", "br": "p", "hr": "p", "fieldset": "p",
           "legend": "p", "summary": "p", "details": "p", "label": "p", "option": "p",
           # Boilerplate containers are blocks of their own, so their text never joins a main block.
@@ -111,6 +114,8 @@ class _Walker:
         self.level = 0
         self.boiler = False
         self.hint = 0
+        self.beside = False
+        self.alt_words = 0  # of the block's words, those of images' alt text
         self.page = content.PageTokens()
 
     def flush(self) -> None:
@@ -123,12 +128,16 @@ class _Walker:
                     self.page.hints[len(self.doc.blocks)] = -1 if self.boiler else self.hint
                     if self.hint < 0 and not self.boiler:
                         self.page.named.add(len(self.doc.blocks))
+                # A block of alt text only is an image, beside the text as a figure is.
+                if self.beside or content.count_words(text) <= self.alt_words:
+                    self.page.beside.add(len(self.doc.blocks))
                 self.doc.blocks.append(Block(self.kind, self.runs, self.level, self.boiler))
         self.runs = []
+        self.alt_words = 0
 
-    def start(self, kind: str, level: int, boiler: bool, hint: int) -> None:
+    def start(self, kind: str, level: int, boiler: bool, hint: int, beside: bool) -> None:
         self.flush()
-        self.kind, self.level, self.boiler, self.hint = kind, level, boiler, hint
+        self.kind, self.level, self.boiler, self.hint, self.beside = kind, level, boiler, hint, beside
 
     def text(self, s: str | None, style: str, href: str | None, pre: bool) -> None:
         if not s:
@@ -142,7 +151,7 @@ class _Walker:
             self.runs.append(Inline(s, style, href))
 
     def walk(self, el: etree._Element, boiler: bool, pre: bool, style: str = "", href: str | None = None,
-             hint: int = 0) -> None:
+             hint: int = 0, beside: bool = False) -> None:
         if not isinstance(el.tag, str):
             return
         tag = el.tag.lower()
@@ -155,25 +164,28 @@ class _Walker:
             self.page.tags()
         boiler = boiler or tag in BOILER or _hidden(el)
         hint = _name_hint(el, hint)
+        beside = beside or tag in BESIDE or bool(content.BESIDE_NAMES.search(el.get("class") or ""))
         block = None
         if tag in HEADINGS:
             block = ("h", HEADINGS[tag])
         elif tag in BLOCKS:
             block = (BLOCKS[tag], 0)
         if block:
-            self.start(block[0], block[1], boiler, hint)
+            self.start(block[0], block[1], boiler, hint, beside)
         pre = pre or tag == "pre"
         style = STYLES.get(tag, style)
         if tag == "a" and el.get("href"):
             href = el.get("href")
         if tag == "img" and el.get("alt"):
             self.text(" " + el.get("alt", "") + " ", style, href, pre)
+            self.alt_words += content.count_words(el.get("alt", ""))
         self.text(el.text, style, href, pre)
         for child in el:
-            self.walk(child, boiler, pre, style, href, hint)
+            self.walk(child, boiler, pre, style, href, hint, beside)
             if isinstance(child.tag, str) and child.tag.lower() in (HEADINGS.keys() | BLOCKS.keys()):
                 self.start(block[0] if block else self.kind, block[1] if block else self.level,
-                           boiler if block else self.boiler, hint if block else self.hint)
+                           boiler if block else self.boiler, hint if block else self.hint,
+                           beside if block else self.beside)
             self.text(child.tail, style, href, pre)
         if counted:
             self.page.tags()

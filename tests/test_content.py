@@ -167,6 +167,84 @@ def test_no_method_keeps_only_element_hints() -> None:
     assert [(b.text, b.boilerplate) for b in doc.blocks] == [("Home", True), (PROSE, False)]
 
 
+# A page of a manual as the Debian handbook's generator writes it: paragraphs are ``div.para`` with
+# inline code and spans, a tip box has the class "sidebar", prev/next lists above and below.
+MANUAL_S = ("Debian keeps a list of every file that each package ships, so a missing command can be traced "
+            "to the package that provides it even before that package is installed on the machine.")
+
+
+def _manual_para(n: int) -> str:
+    return (f'<div class="para">If <code class="command">apt-file search <em>name{n}</em></code> finds the file, '
+            f'the <span class="pkg">package{n}</span> that ships it is printed first. {MANUAL_S}</div>')
+
+
+MANUAL = ('<html><head><title>6.4. The apt-file Command</title></head><body>'
+          '<div id="banner"><a href="/"><span>The Debian Administrator\'s Handbook</span></a></div>'
+          '<ul class="docnav top"><li class="previous"><a href="a.html">Prev</a></li>'
+          '<li class="next"><a href="c.html">Next</a></li></ul>'
+          '<div class="section"><div class="titlepage"><h2 class="title">6.4. The apt-file Command</h2></div>'
+          + _manual_para(1) + _manual_para(2) + '<h3>6.4.1. Searching in names</h3>' + _manual_para(3) +
+          '<div class="itemizedlist"><ul><li>apt-file list shows the files of a package</li>'
+          '<li>apt-file search finds the package of a file</li><li>dpkg -S does the same for installed ones</li></ul></div>'
+          '<pre class="screen">$ apt-file search bin/axi-cache\napt-xapian-index: /usr/bin/axi-cache</pre>'
+          '<div class="sidebar"><div class="titlepage"><p class="title"><strong>TIP</strong> Listing a package</p></div>'
+          f'<div class="para">Similar to apt-file list, the command dpkg -L lists the files of an installed package. '
+          f'{MANUAL_S}</div></div>' + _manual_para(4) + _manual_para(5) +
+          '</div><ul class="docnav"><li class="previous"><a href="a.html">Prev 6.3. The apt-cache Command</a></li>'
+          '<li class="home"><a href="index.html">Home</a></li>'
+          '<li class="next"><a href="c.html">Next 6.5. Frontends</a></li></ul></body></html>')
+
+
+def test_default_keeps_the_headings_lists_and_tip_boxes_of_a_manual_page() -> None:
+    # trafilatura drops the section heading, the list and the tip box between its paragraphs (the
+    # DOM method's class hint drops the box too): they are put back from our own blocks.
+    doc = from_text(MANUAL, "file:///t.html", "text/html")
+    main = main_text(doc)
+    assert "6.4.1. Searching in names" in main.splitlines()
+    assert "dpkg -S does the same for installed ones" in main.splitlines()
+    assert "the command dpkg -L lists the files of an installed package" in main
+    assert "$ apt-file search bin/axi-cache" in main
+    # Sentences with inline code and spans stay whole, in one block each.
+    assert [b.text.startswith("If apt-file search name") for b in doc.blocks].count(True) == 5
+    assert "If apt-file search name3 finds the file, the package3 that ships it is printed first." in main
+    boiler = [b.text for b in doc.blocks if b.boilerplate]
+    assert "Prev" in boiler and "Home" in boiler and "Next 6.5. Frontends" in boiler
+
+
+def test_default_leaves_out_figures_captions_and_teasers_inside_an_article() -> None:
+    # What trafilatura leaves out of a news article on purpose stays out when gaps are filled: a
+    # figure's caption, an image alone, a heading over a link list.
+    figure = ('<figure><img src="roof.jpg" alt="The library roof seen from the square"/>'
+              "<figcaption>Workers on the library roof in March, before the storm damaged it again.</figcaption></figure>")
+    image = '<p><img src="a.jpg" alt="A crowd outside the library waiting for the doors to open"/></p>'
+    related = "<h3>More stories</h3><ul>" + "".join(
+        f'<li><a href="/s{n}">Council story {n}</a></li>' for n in range(6)) + "</ul>"
+    article = f"<h1>Budget meeting</h1><p>{PROSE}</p>{figure}<p>{PROSE}</p>{image}{related}<p>{PROSE}</p>"
+    doc = from_text(page(article), "file:///t.html", "text/html")
+    main = main_text(doc)
+    assert main.count(PROSE) == 3
+    for text in ("Workers on the library roof", "A crowd outside",
+                 "More stories", "Council story"):
+        assert text not in main, text
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="corpus absent: build it with shared/corpus/build.sh")
+def test_corpus_handbook_page_keeps_its_paragraphs_whole() -> None:
+    # trafilatura's own reading of this page keeps 38 % of its words: it cuts paragraphs at their
+    # first inline element ("If <code>apt show</code> returns ...") and drops the first and last.
+    path = CORPUS / "deb/debian-handbook/en-US/sect.searching-packages.html"
+    if not path.exists():
+        pytest.skip(f"{path} not in this corpus")
+    main = main_text(convert(Source.from_path(path), "text/html"))
+    for text in ("With the large and ever-growing amount of software in Debian, there emerges a paradox",
+                 "The most trivial search possible is looking up an exact package name. If apt show package",
+                 "To sum up, the best tool for the job depends on the complexity of the search",
+                 "finally, when the searches involve complex expressions with logic operations"):
+        assert text in main, text
+    assert "Download the ebook" not in main
+
+
 @pytest.mark.corpus
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="corpus absent: build it with shared/corpus/build.sh")
 def test_corpus_sphinx_page_navigation_is_boilerplate() -> None:

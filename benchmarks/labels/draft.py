@@ -1,0 +1,98 @@
+"""Draft labels for benchmarks/labels: a plain-text dump of each page (lxml only, never deskdex or
+trafilatura) less the parts read as navigation on that generator's pages; each draft is then read
+and corrected by hand."""
+import random, sys, re
+from pathlib import Path
+import lxml.html
+
+CORPUS = Path("/tmp/corpora/mixed")
+# Drafts go elsewhere: the labels here are the drafts as corrected by hand.
+OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/label-drafts")
+DROP = {
+  "debian-handbook": ["//div[@id='banner']", "//ul[contains(@class,'docnav')]"],
+  "docbook": ["//div[@class='navheader']", "//div[@class='navfooter']", "//div[@class='toc']",
+              "//div[starts-with(@class,'list-of-')]"],
+  "sphinx": ["//div[@class='related']", "//div[@class='sphinxsidebar']", "//div[@class='footer']",
+             "//a[@class='headerlink']"],
+  "markdown": [], "pandoc": [], "mail": [],
+}
+
+# Elements that start a line of the dump.
+BLOCK = {"p","div","section","article","main","li","dt","dd","td","th","pre","blockquote","tr","table","ul","ol","dl",
+ "figcaption","caption","address","center","body","br","hr","h1","h2","h3","h4","h5","h6","header","footer","nav","aside","title","dd","dt"}
+def dump(path):
+    data = open(path,"rb").read()
+    m = re.search(rb'charset\s*=\s*["\']?([A-Za-z0-9_.:-]+)', data[:4096])
+    enc = m.group(1).decode() if m else "utf-8"
+    try: text = data.decode(enc, errors="replace")
+    except LookupError: text = data.decode("utf-8", errors="replace")
+    text = re.sub(r"^\s*<\?xml[^>]*>", "", text)
+    root = lxml.html.document_fromstring(text)
+    for bad in root.xpath("//script|//style|//head|//noscript"):
+        bad.drop_tree()
+    out = []
+    def walk(el, pre=False):
+        if not isinstance(el.tag, str): return
+        tag = el.tag.lower()
+        isb = tag in BLOCK
+        if isb: out.append("\n")
+        pre = pre or tag == "pre"
+        if el.text: out.append(el.text if pre else re.sub(r"\s+", " ", el.text))
+        for c in el:
+            walk(c, pre)
+            if c.tail: out.append(c.tail if pre else re.sub(r"\s+", " ", c.tail))
+        if isb: out.append("\n")
+    walk(root)
+    s = "".join(out)
+    lines = [l.rstrip() for l in s.split("\n")]
+    res = []
+    for l in lines:
+        if l.strip() or (res and res[-1].strip()):
+            res.append(l if l.strip() else "")
+    return "\n".join(x.strip() if not x.startswith(" ") else x for x in res).strip() + "\n"
+
+
+def pages():
+    hb = sorted(p for p in (CORPUS / "deb/debian-handbook/en-US").glob("sect.*.html"))
+    rng = random.Random(17)
+    def sized(paths, k):
+        ok = [p for p in paths if 1500 <= len(dump(str(p))) <= 8000]
+        return rng.sample(ok, k)
+    out = [("debian-handbook", p) for p in sized(hb, 10)]
+    for lang in ("fr-FR", "de-DE"):
+        out += [("debian-handbook", p) for p in sized(sorted((CORPUS / f"deb/debian-handbook/{lang}").glob("sect.*.html")), 3)]
+    for rel in ["deb/debian-faq/contributing.en.html", "deb/debian-faq/kernel.en.html", "deb/debian-faq/nextrelease.en.html",
+                "deb/debian-faq/redistributing.en.html", "deb/debian-faq/getting-debian.en.html", "deb/debian-faq/uptodate.en.html",
+                "deb/maint-guide/en/html/upload.en.html", "deb/maint-guide/en/html/checkit.en.html", "deb/maint-guide/en/html/index.en.html",
+                "deb/debmake-doc/html/ch01.en.html", "deb/debmake-doc/html/pr01.en.html", "deb/debmake-doc/html/ch06.en.html",
+                "deb/debian-policy/perl-policy.html/ch-embed.html", "deb/debian-policy/perl-policy.html/ch-module_packages.html",
+                "deb/debian-policy/perl-policy.html/ch-perl.html", "deb/debian-policy/menu-policy.html/ch2.html"]:
+        out.append(("docbook", CORPUS / rel))
+    for rel in ["deb/debian-policy/policy.html/ap-pkg-scope.html", "deb/debian-policy/policy.html/ap-pkg-controlfields.html",
+                "deb/debian-policy/policy.html/ap-pkg-diversions.html", "deb/debian-policy/policy.html/ap-pkg-conffiles.html",
+                "deb/debian-policy/policy.html/ap-pkg-binarypkg.html", "deb/developers-reference/scope.html",
+                "deb/developers-reference/new-maintainer.html", "deb/developers-reference/l10n.html"]:
+        out.append(("sphinx", CORPUS / rel))
+    out += [("markdown", CORPUS / "deb/debian-policy/README.html"), ("markdown", CORPUS / "deb/debian-policy/autopkgtest.html")]
+    out += [("pandoc", CORPUS / f"debsrc/pandoc/test/{n}") for n in ("writer.html5", "html-reader.html", "tables.html5")]
+    out += [("mail", CORPUS / f"pypi/talon/tests/fixtures/html_replies/{n}.html") for n in ("gmail", "ms_outlook_2010", "thunderbird")]
+    return out
+
+def draft(gen, path):
+    data = path.read_bytes()
+    m = re.search(rb'charset\s*=\s*["\']?([A-Za-z0-9_.:-]+)', data[:4096])
+    text = data.decode(m.group(1).decode() if m else "utf-8", errors="replace")
+    text = re.sub(r"^\s*<\?xml[^>]*>", "", text)
+    root = lxml.html.document_fromstring(text)
+    for xp in DROP[gen]:
+        for el in root.xpath(xp):
+            el.drop_tree()
+    tmp = Path("/tmp/mc2/tmp.html"); tmp.write_bytes(lxml.html.tostring(root, encoding="utf-8"))
+    return dump(str(tmp))
+
+if __name__ == "__main__":
+    OUT.mkdir(parents=True, exist_ok=True)
+    for n, (gen, path) in enumerate(pages(), 1):
+        rel = path.relative_to(CORPUS)
+        (OUT / f"{n:03d}.txt").write_text(f"# {rel} ({gen})\n" + draft(gen, path))
+        print(n, gen, rel)
