@@ -69,12 +69,14 @@ def summary(xs: list[float]) -> dict[str, float]:
 class Variant:
     """One deskdex tree with its own home (its daemon, when up)."""
 
-    def __init__(self, name: str, pythonpath: str, home: str, corpus: str) -> None:
+    def __init__(self, name: str, pythonpath: str, home: str, corpus: str, config: str = "") -> None:
         self.name, self.home = name, home
         # The daemon watches the corpus, as a user's watches the folders indexed (with no folder
-        # set it would walk the home folder).
+        # set it would walk the home folder). The rest of the indexed home's config is kept: a
+        # daemon started with other settings (`[ocr] enabled = false` dropped) would convert
+        # files again while it is timed.
         Path(home, "config").mkdir(parents=True, exist_ok=True)
-        Path(home, "config", "config.toml").write_text(f"folders = [{json.dumps(corpus)}]\n")
+        Path(home, "config", "config.toml").write_text(_with_folders(config, corpus))
         self.env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "DESKDEX_HOME")}
         if pythonpath:
             self.env["PYTHONPATH"] = pythonpath
@@ -113,6 +115,14 @@ class Variant:
             self.daemon.kill()
             self.daemon.wait()
         self.daemon = None
+
+
+def _with_folders(config: str, corpus: str) -> str:
+    """``config`` (a config.toml's text) with ``folders`` set to the corpus alone."""
+    lines = config.splitlines()
+    top = next((i for i, line in enumerate(lines) if line.lstrip().startswith("[")), len(lines))
+    kept = [line for line in lines[:top] if not line.replace(" ", "").startswith("folders=")]
+    return "\n".join([f"folders = [{json.dumps(corpus)}]", *kept, *lines[top:]]) + "\n"
 
 
 def _socket_of(home: str) -> str:
@@ -167,6 +177,8 @@ def main() -> None:
         print(f"indexing {args.corpus} into {home} ...", flush=True)
         subprocess.run([DESKDEX, "--home", home, "index", args.corpus, "--no-progress"], check=True,
                        stdout=subprocess.DEVNULL)
+    config_file = Path(home, "config", "config.toml")
+    config = config_file.read_text() if config_file.is_file() else ""
     specs = [v.split("=", 1) if "=" in v else [v, ""] for v in args.variant] or [["after", ""]]
     variants = []
     for name, pythonpath in specs:
@@ -175,7 +187,7 @@ def main() -> None:
             vhome = os.path.join(work, "home-" + name)
             shutil.copytree(os.path.join(home, "data"), os.path.join(vhome, "data"),
                             ignore=shutil.ignore_patterns("*.lock"))
-        variants.append(Variant(name, pythonpath, vhome, args.corpus))
+        variants.append(Variant(name, pythonpath, vhome, args.corpus, config))
     recoll_env = {**os.environ, "PATH": "/usr/bin:/bin:" + os.environ.get("PATH", "")}
     if args.recoll_conf and not Path(args.recoll_conf, "xapiandb").is_dir():
         sys.path.insert(0, str(HERE))

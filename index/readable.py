@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from dataclasses import dataclass
+import sys
+import weakref
+from array import array
+from dataclasses import dataclass, field
 from typing import Iterable
 
-from . import fingerprints as fpr
 from .access import EVERYONE, reader_terms
 from .clusters import UnionFind
 
@@ -43,6 +45,9 @@ COPY_SIMILARITY = 0.99
 COPY_SIZE_RATIO = 0.9
 # A path part that names a language: "de", "pt_BR", "zh-CN", "ca@valencia" (URI-encoded too).
 _LANGUAGE_TAG = re.compile(r"^[a-z]{2,3}(?:(?:[-_@]|%40)[A-Za-z0-9]{2,8})?$")
+# Clusters kept from one search to the next per connection, all readers together: past it, the
+# kept ones are dropped (a few kilobytes each; the largest, hundreds of documents, a megabyte).
+MAX_KEPT_CLUSTERS = 4096
 
 
 def may_read(readers: str | None, uid: int) -> bool:
@@ -69,15 +74,53 @@ class _Split:
     copies: dict[int, list[int]] | None = None
 
 
+@dataclass(slots=True)
+class _Kept:
+    """What one connection has worked out of the catalog as it was at ``version``."""
+
+    version: tuple[int, int]
+    splits: dict[int | None, dict[int, _Split]] = field(default_factory=dict)  # reader -> cluster -> split
+    columns: set[str] | None = None
+
+    def count(self) -> int:
+        return sum(len(of) for of in self.splits.values())
+
+
+# Per connection: a daemon's read-only views each keep theirs for as long as the catalog is
+# unchanged.
+_KEPT: weakref.WeakKeyDictionary[sqlite3.Connection, _Kept] = weakref.WeakKeyDictionary()
+
+
+def _kept(db: sqlite3.Connection) -> _Kept | None:
+    """``db``'s clusters worked out by earlier searches, dropped when the catalog has changed
+    since (or they number more than ``MAX_KEPT_CLUSTERS``); None when ``db`` keeps none (a plain
+    sqlite3 connection takes no weak reference). The catalog's version: SQLite's
+    ``data_version``, which changes when another connection commits (the daemon's indexer
+    writes through another than its searches'), and the rows this connection changed itself."""
+    try:
+        kept = _KEPT.get(db)
+    except TypeError:
+        return None
+    version = (db.execute("PRAGMA data_version").fetchone()[0], db.total_changes)
+    if kept is None or kept.version != version or kept.count() > MAX_KEPT_CLUSTERS:
+        kept = _KEPT[db] = _Kept(version)
+    return kept
+
+
 class ReadableClusters:
     """The clusters of one reader (``uid`` None: every document), worked out cluster by cluster
-    as asked (one search's worth)."""
+    as asked. A cluster's split and copies (the cost of a search that finds a large cluster:
+    two catalog queries, an edge list, fingerprints) are kept on the connection for the next
+    searches while the catalog stays unchanged (``_kept``)."""
 
     def __init__(self, db: sqlite3.Connection, uid: int | None) -> None:
         self.db = db
         self.uid = uid
-        self._of: dict[int, _Split] = {}  # global cluster -> its split
-        self._cols: set[str] | None = None
+        kept = _kept(db)
+        # global cluster -> its split
+        self._of: dict[int, _Split] = {} if kept is None else kept.splits.setdefault(uid, {})
+        self._kept = kept
+        self._cols: set[str] | None = None if kept is None else kept.columns
 
     def component(self, uri: str, cluster: int) -> list[int]:
         """The ids of the readable documents in the readable cluster of the document ``uri``
@@ -150,14 +193,16 @@ class ReadableClusters:
         docs = sorted({d for e in edges for d in e})
         marks = ",".join("?" * len(docs))
         blobs = dict(self.db.execute(f"SELECT doc, fps FROM dup_docs WHERE doc IN ({marks})", docs))
-        fps = {d: fpr.from_blob(blobs.get(d)) for d in docs}
-        return [(a, b) for a, b in edges if fpr.similarity(fps[a], fps[b]) >= COPY_SIMILARITY]
+        fps = {d: _fingerprints(blobs.get(d)) for d in docs}
+        return [(a, b) for a, b in edges if _similarity(fps[a], fps[b]) >= COPY_SIMILARITY]
 
     def _columns(self) -> set[str]:
         """The catalog's columns: a ``lang`` column tells documents' languages (when the indexer
         knows them); a bare test catalog has no ``mime``."""
         if self._cols is None:
             self._cols = {r[1] for r in self.db.execute("PRAGMA table_info(docs)")}
+            if self._kept is not None:
+                self._kept.columns = self._cols
         return self._cols
 
     def with_duplicates(self) -> list[str]:
@@ -172,6 +217,25 @@ class ReadableClusters:
             split = self._of[cluster]
             out.extend(uri for uri, d in split.ids.items() if len(split.similar.get(d, [d])) > 1)
         return sorted(out)
+
+
+def _fingerprints(blob: bytes | None) -> frozenset[int]:
+    """A document's fingerprints (index/fingerprints.py's ``to_blob``: little-endian 32-bit, each
+    once), read without numpy: loading it is a quarter of a search's start without a daemon."""
+    if not blob:
+        return frozenset()
+    values = array("I", blob)  # 4 bytes wherever deskdex runs
+    if sys.byteorder == "big":
+        values.byteswap()
+    return frozenset(values)
+
+
+def _similarity(a: frozenset[int], b: frozenset[int]) -> float:
+    """index/fingerprints.py's ``similarity``: the share of fingerprints in common, |A ∩ B| / |A ∪ B|."""
+    if not a or not b:
+        return 0.0
+    common = len(a & b)
+    return common / (len(a) + len(b) - common)
 
 
 def _same_kind(a: _Kind, b: _Kind) -> bool:
