@@ -62,6 +62,8 @@ SECOND_OPINION_DOM = 0.8  # ... when it also has under this share of the DOM met
 RUN_LINKS = 0.2
 DAMAGED_SHARE = 0.1
 SHORT_SHARE = 0.5
+# The article's element: the innermost one holding this share of the words of the main blocks.
+ARTICLE_SHARE = 0.9
 
 # A word is a run of letters/digits; ideographs and kana count one each, since CJK text has no spaces.
 WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|\w+")
@@ -74,6 +76,9 @@ BOILER_NAMES = re.compile(
 # slots, rating, sharing and font-size tools, datelines. trafilatura leaves them out on purpose and
 # ``_fill_gaps`` does not put them back (with ``figure`` and ``figcaption``: converters.html.BESIDE).
 BESIDE_NAMES = re.compile(r"caption|credit|\bads?\b|\bad-|advert|share|rating|tool|\bdate|byline|video|player|playlist", re.I)
+# Boilerplate class names that may be a box of the article's text instead: DocBook's sidebar (a tip
+# or a note of the Debian handbook) is a ``div.sidebar``, as is a blog's column of links.
+TEXT_BOX_NAMES = re.compile(r"sidebar|side-bar", re.I)
 CONTENT_NAMES = re.compile(r"article|\bcontent|\bmain|\bpost|entry|\bbody|\btext|story|document|section",
                            re.I)
 
@@ -88,13 +93,17 @@ class PageTokens:
     word, 0 a word of anchor text, -1 a tag; ``owners``: the block a word belongs to, -1 for a tag),
     a DOM hint per block (-1 boilerplate element or class name, ``ID_HINT`` a boilerplate id,
     +1 content name, 0 none), ``named``, the blocks whose hint below 0 comes from a class or
-    id name only, and ``beside``, the blocks in a figure or a box ``BESIDE_NAMES`` names."""
+    id name only, ``boxes``, for those in a box ``TEXT_BOX_NAMES`` names, that box (a serial number), and
+    ``beside``, the blocks in a figure or a box ``BESIDE_NAMES`` names. ``paths`` is each block's
+    open elements when it starts (serial numbers, outermost first; empty where not recorded)."""
 
     values: list[int] = field(default_factory=list)
     owners: list[int] = field(default_factory=list)
     hints: dict[int, int] = field(default_factory=dict)
     named: set[int] = field(default_factory=set)
     beside: set[int] = field(default_factory=set)
+    boxes: dict[int, int] = field(default_factory=dict)
+    paths: list[tuple[int, ...]] = field(default_factory=list)
 
     def tags(self, n: int = 1) -> None:
         self.values.extend([-1] * n)
@@ -299,43 +308,101 @@ def _fill_gaps(blocks: Sequence[Block], main: set[int], page: PageTokens, dom: s
     element it misreads (a Debian handbook page kept 38 % of its words). The blocks between its
     first and last main block count; and where its reading was damaged (those blocks bring over
     ``DAMAGED_SHARE`` of the text, or its text is under ``SHORT_SHARE`` of the DOM method's run
-    ``dom``), so do those of the DOM run around it: what it lost at the start and the end. Left out
-    still: link lists and runs of blocks mostly links (a list of teasers), ``nav``/``footer``/
-    ``aside`` boxes, figures, images, captions and tools (``PageTokens.beside``: what it leaves out
-    of a news page on purpose), class-named boxes that are not running text (a DocBook "sidebar" is
-    a box of the text), and a heading whose text (the next block that is no heading) is not main.
+    ``dom``), so do those of the DOM run around it: what it lost at the start and the end. Then so do
+    the blocks of the article's element (``_article``) before and after: its title, the tip boxes
+    and sections it stops short of. Left out still: link lists and runs of blocks mostly links (a
+    list of teasers), ``nav``/``footer``/``aside`` boxes, figures, images, captions and tools
+    (``PageTokens.beside``: what it leaves out of a news page on purpose), class-named boxes that
+    are not running text (a DocBook "sidebar" is a box of the text, kept whole with its title), and
+    a heading whose text (the next block that is no heading) is not main.
     """
     kept = _fill_between(blocks, main, page, min(main) + 1, max(main))
     total = _words(blocks, kept)
-    damaged = _words(blocks, kept - main) > DAMAGED_SHARE * total or total < SHORT_SHARE * _words(blocks, dom)
+    # Its text measured against the DOM run's in prose: a page it reads as its one code block (a
+    # handbook page) is damaged however long the code.
+    prose = _words(blocks, [n for n in kept if blocks[n].kind != "pre"])
+    damaged = (_words(blocks, kept - main) > DAMAGED_SHARE * total
+               or prose < SHORT_SHARE * _words(blocks, [n for n in dom if blocks[n].kind != "pre"]))
     if damaged and dom & kept:
         kept = _fill_between(blocks, kept, page, min(dom), max(dom) + 1)
+    # Around that, only the article's boxes (tips, notes) and headings: the rest of its element may
+    # be a gallery, highlights or a teaser that a news page keeps beside its story.
+    lo, hi = _article(blocks, kept | dom if damaged else kept, page)
+    if lo < min(kept) or hi > max(kept):
+        kept = _fill_between(blocks, kept, page, lo, min(kept), boxes_only=True)
+        kept = _fill_between(blocks, kept, page, max(kept) + 1, hi + 1, boxes_only=True)
     return kept
 
 
-def _fill_between(blocks: Sequence[Block], main: set[int], page: PageTokens, lo: int, hi: int) -> set[int]:
-    """``main`` plus the blocks of ``range(lo, hi)`` that are text of the article (see ``_fill_gaps``)."""
+def _article(blocks: Sequence[Block], seed: Collection[int], page: PageTokens) -> tuple[int, int]:
+    """The first and last block of the article's element: the innermost element holding
+    ``ARTICLE_SHARE`` of the words of the blocks ``seed`` (those with no recorded path: ``seed``'s)."""
+    weight: Counter[int] = Counter()
+    total = 0
+    for n in seed:
+        if n < len(page.paths):
+            w = count_words(blocks[n].text)
+            total += w
+            weight.update(dict.fromkeys(page.paths[n], w))
+    heaviest = max(seed, key=lambda n: count_words(blocks[n].text))
+    if heaviest >= len(page.paths) or not total:
+        return min(seed), max(seed)
+    path = page.paths[heaviest]
+    depth = next((d for d in range(len(path) - 1, -1, -1) if weight[path[d]] >= ARTICLE_SHARE * total), None)
+    if depth is None:
+        return min(seed), max(seed)
+    element = path[depth]
+    inside = [n for n, p in enumerate(page.paths) if len(p) > depth and p[depth] == element]
+    return inside[0], inside[-1]
+
+
+def _fill_between(blocks: Sequence[Block], main: set[int], page: PageTokens, lo: int, hi: int,
+                  boxes_only: bool = False) -> set[int]:
+    """``main`` plus the blocks of ``range(lo, hi)`` that are text of the article (see ``_fill_gaps``);
+    ``boxes_only``: only the blocks of class-named boxes of text, and headings."""
     kept = set(main)
     headings = []
     run_links = _run_link_share(blocks, main)
+    # A "sidebar" box whose blocks score as running text on the whole is a box of the text (a
+    # DocBook sidebar: a tip, a note): kept whole, its title and its lines of links with it.
+    box_score: dict[int, float] = defaultdict(float)
+    for n in range(lo, hi):
+        if n in page.boxes:
+            box_score[page.boxes[n]] += block_score(blocks[n], 0)
     for n in range(lo, hi):
         block = blocks[n]
         words = count_words(block.text)
-        if n in kept or not words or n in page.beside or _link_words(block) / words > 0.5:
+        if n in kept or not words or n in page.beside:
             continue
-        if run_links[n] > RUN_LINKS:
+        if n in page.boxes and page.hints.get(n, 0) < 0:
+            if box_score[page.boxes[n]] > 0:
+                kept.add(n)
             continue
-        if page.hints.get(n, 0) < 0 and (n not in page.named or block_score(block, 0) <= 0):
+        if _nav_link_words(block) / words > 0.5 or run_links[n] > RUN_LINKS:
+            continue
+        if page.hints.get(n, 0) < 0:
+            # Another class-named block of running text between the article's blocks is kept.
+            if not boxes_only and n in page.named and block_score(block, 0) > 0:
+                kept.add(n)
             continue
         if block.kind == "h":
             headings.append(n)
-        else:
+        elif not boxes_only:
             kept.add(n)
     for n in headings:
         text = next((k for k in range(n + 1, len(blocks)) if blocks[k].kind != "h" and blocks[k].text.strip()), None)
         if text in kept:
             kept.add(n)
     return kept
+
+
+_URL = re.compile(r"\s*(?:\W\s*)?(?:https?://|ftp://|www\.)\S+\s*$")
+
+
+def _nav_link_words(block: Block) -> int:
+    """Link words that lead somewhere by name: a link whose text is its own address ("→
+    https://lumicall.org", as manuals print a reference) is text to read, not navigation."""
+    return sum(count_words(r.text) for r in block.runs if r.href and not _URL.match(r.text))
 
 
 def _run_link_share(blocks: Sequence[Block], main: set[int]) -> dict[int, float]:
@@ -347,7 +414,7 @@ def _run_link_share(blocks: Sequence[Block], main: set[int]) -> dict[int, float]
             run.append(n)
             continue
         words = _words(blocks, run)
-        links = sum(_link_words(blocks[k]) for k in run)
+        links = sum(_nav_link_words(blocks[k]) for k in run)
         share.update((k, links / words if words else 0.0) for k in run)
         run = []
     return share
