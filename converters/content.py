@@ -76,9 +76,12 @@ BOILER_NAMES = re.compile(
 # slots, rating, sharing and font-size tools, datelines. trafilatura leaves them out on purpose and
 # ``_fill_gaps`` does not put them back (with ``figure`` and ``figcaption``: converters.html.BESIDE).
 BESIDE_NAMES = re.compile(r"caption|credit|\bads?\b|\bad-|advert|share|rating|tool|\bdate|byline|video|player|playlist", re.I)
-# Boilerplate class names that may be a box of the article's text instead: DocBook's sidebar (a tip
-# or a note of the Debian handbook) is a ``div.sidebar``, as is a blog's column of links.
-TEXT_BOX_NAMES = re.compile(r"sidebar|side-bar", re.I)
+# Class names of a box of the article's text: a note, a tip, a warning (DocBook's div.note, .tip,
+# .caution; Sphinx's div.admonition) and DocBook's sidebar (the Debian handbook's tips), a
+# ``div.sidebar`` as a blog's column of links is: such a box is kept whole when its blocks score as
+# running text (see ``_fill_between``).
+TEXT_BOX_NAMES = re.compile(r"\b(?:sidebar|side-bar|admonition|note|tip|hint|warning|caution|important|attention|danger)\b",
+                            re.I)
 CONTENT_NAMES = re.compile(r"article|\bcontent|\bmain|\bpost|entry|\bbody|\btext|story|document|section",
                            re.I)
 
@@ -93,7 +96,8 @@ class PageTokens:
     word, 0 a word of anchor text, -1 a tag; ``owners``: the block a word belongs to, -1 for a tag),
     a DOM hint per block (-1 boilerplate element or class name, ``ID_HINT`` a boilerplate id,
     +1 content name, 0 none), ``named``, the blocks whose hint below 0 comes from a class or
-    id name only, ``boxes``, for those in a box ``TEXT_BOX_NAMES`` names, that box (a serial number), and
+    id name only, ``boxes``, for the blocks in a box ``TEXT_BOX_NAMES`` names, that box (a serial
+    number; not under ``nav``, ``footer``, ``aside``), and
     ``beside``, the blocks in a figure or a box ``BESIDE_NAMES`` names. ``paths`` is each block's
     open elements when it starts (serial numbers, outermost first; empty where not recorded)."""
 
@@ -104,6 +108,8 @@ class PageTokens:
     beside: set[int] = field(default_factory=set)
     boxes: dict[int, int] = field(default_factory=dict)
     paths: list[tuple[int, ...]] = field(default_factory=list)
+    named_boxes: set[int] = field(default_factory=set)  # of ``boxes``, those whose own class names boilerplate
+    text_boxes: set[int] | None = None  # of ``boxes``, those of the text (``_text_boxes``), once found
 
     def tags(self, n: int = 1) -> None:
         self.values.extend([-1] * n)
@@ -157,7 +163,7 @@ def mark(doc: Document, page: PageTokens, method: str = DEFAULT, root: HtmlEleme
         if method == "tokens":
             main = _main_by_tokens(page, len(doc.blocks))
         elif method == "dom":
-            main = _main_by_dom(doc.blocks, page.hints, page.named)
+            main = _main_by_dom(doc.blocks, _box_hints(doc.blocks, page), page.named)
         else:
             raise ValueError(f"unknown main-content method {method!r}; expected one of {METHODS}")
     for n, block in enumerate(doc.blocks):
@@ -232,6 +238,40 @@ def _main_by_dom(blocks: list[Block], hints: dict[int, int], named: Collection[i
     return main
 
 
+def _text_boxes(blocks: Sequence[Block], page: PageTokens) -> set[int]:
+    """The boxes of the text (``PageTokens.boxes``) that are kept whole: their blocks score as
+    running text on the whole, names aside, and they sit among the article's paragraphs (their
+    parent element holds a paragraph of its own that scores as text), where a blog's sidebar of
+    the same name sits beside the article's element."""
+    if page.text_boxes is not None:
+        return page.text_boxes
+    scores: dict[int, float] = defaultdict(float)
+    where: dict[int, tuple[int, int]] = {}  # box: (its depth, its parent)
+    for n, box in page.boxes.items():
+        scores[box] += block_score(blocks[n], 0)
+        path = page.paths[n]
+        if box not in where and box in path and path.index(box):
+            d = path.index(box)
+            where[box] = (d, path[d - 1])
+    parents = {parent for box, (_, parent) in where.items() if scores[box] > 0}
+    text_in: set[tuple[int, int]] = set()  # (depth, parent) of a paragraph outside any box
+    if parents:
+        for n, path in enumerate(page.paths):
+            if len(path) >= 2 and path[-2] in parents and n not in page.boxes and block_score(blocks[n], 0) > 0:
+                text_in.add((len(path) - 1, path[-2]))
+    page.text_boxes = {box for box, at in where.items() if scores[box] > 0 and at in text_in}
+    return page.text_boxes
+
+
+def _box_hints(blocks: Sequence[Block], page: PageTokens) -> dict[int, int]:
+    """``page.hints`` less the class names of boxes of the text (a DocBook sidebar); a name above
+    the box (a section's id) stays."""
+    if not page.named_boxes:
+        return page.hints
+    text = _text_boxes(blocks, page) & page.named_boxes
+    return {n: h for n, h in page.hints.items() if n not in page.named or page.boxes.get(n) not in text}
+
+
 def _dom_run(blocks: list[Block], hints: dict[int, int]) -> set[int] | None:
     """The blocks of the best-scoring run minus the link lists inside it; None below ``MIN_TEXT``."""
     raw = [block_score(b, hints.get(n, 0)) for n, b in enumerate(blocks)]
@@ -278,7 +318,7 @@ def _main_by_library(blocks: list[Block], root: HtmlElement, page: PageTokens) -
     or ``aside`` (short pages it takes whole) or a box whose class names boilerplate (its comment
     detection misses comment lists such a class names), plus the article's blocks it dropped
     (``_fill_gaps``); None when it returns nothing."""
-    dom = _dom_run(blocks, page.hints) or set()
+    dom = _dom_run(blocks, _box_hints(blocks, page)) or set()
     # Its fallbacks are asked only when its fast text is short for the page: our own run is the
     # measure (a manual's short page, which the fast mode reads well, costs one call, not two).
     enough = min(LIBRARY_SECOND_OPINION, SECOND_OPINION_DOM * _words(blocks, dom))
@@ -363,20 +403,16 @@ def _fill_between(blocks: Sequence[Block], main: set[int], page: PageTokens, lo:
     kept = set(main)
     headings = []
     run_links = _run_link_share(blocks, main)
-    # A "sidebar" box whose blocks score as running text on the whole is a box of the text (a
-    # DocBook sidebar: a tip, a note): kept whole, its title and its lines of links with it.
-    box_score: dict[int, float] = defaultdict(float)
-    for n in range(lo, hi):
-        if n in page.boxes:
-            box_score[page.boxes[n]] += block_score(blocks[n], 0)
+    # A box of the text (a note, a tip, a DocBook sidebar) whose blocks score as running text on
+    # the whole is kept whole: its title ("Note", "TIP ...") and its lines of links with it.
+    text_boxes = _text_boxes(blocks, page) if page.boxes else set()
     for n in range(lo, hi):
         block = blocks[n]
         words = count_words(block.text)
         if n in kept or not words or n in page.beside:
             continue
-        if n in page.boxes and page.hints.get(n, 0) < 0:
-            if box_score[page.boxes[n]] > 0:
-                kept.add(n)
+        if page.boxes.get(n) in text_boxes:
+            kept.add(n)
             continue
         if _nav_link_words(block) / words > 0.5 or run_links[n] > RUN_LINKS:
             continue

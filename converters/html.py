@@ -118,7 +118,7 @@ class _Walker:
         self.alt_words = 0  # of the block's words, those of images' alt text
         self.page = content.PageTokens()
         # The open elements that are page structure (serial numbers, outermost first) and the
-        # innermost box whose class may name a box of the text (content.TEXT_BOX_NAMES): the
+        # innermost box whose class names a box of the text (content.TEXT_BOX_NAMES): the
         # current block's, taken when it starts.
         self.path: list[int] = []
         self.serial = 0
@@ -136,8 +136,8 @@ class _Walker:
                     self.page.hints[len(self.doc.blocks)] = -1 if self.boiler else self.hint
                     if self.hint < 0 and not self.boiler:
                         self.page.named.add(len(self.doc.blocks))
-                        if self.block_box >= 0:
-                            self.page.boxes[len(self.doc.blocks)] = self.block_box
+                if self.block_box >= 0 and not self.boiler:
+                    self.page.boxes[len(self.doc.blocks)] = self.block_box
                 # A block of alt text only is an image, beside the text as a figure is.
                 if self.beside or content.count_words(text) <= self.alt_words:
                     self.page.beside.add(len(self.doc.blocks))
@@ -178,8 +178,10 @@ class _Walker:
             self.path.append(self.serial)
         boiler = boiler or tag in BOILER or _hidden(el)
         own = _name_hint(el, 0)
-        if own < 0 and counted and content.TEXT_BOX_NAMES.search(el.get("class") or ""):
+        if counted and content.TEXT_BOX_NAMES.search(el.get("class") or "") and _text_box(el.get("class") or ""):
             box = self.serial
+            if own < 0:  # its own class names boilerplate ("sidebar"), not an id above it
+                self.page.named_boxes.add(box)
         hint = own or hint
         self.box = box
         beside = beside or tag in BESIDE or bool(content.BESIDE_NAMES.search(el.get("class") or ""))
@@ -215,6 +217,12 @@ class _Walker:
 
 def _hidden(el: etree._Element) -> bool:
     return el.get("hidden") is not None or el.get("aria-hidden") == "true" or el.get("role") == "navigation"
+
+
+def _text_box(names: str) -> bool:
+    """A box of the text (a note, a tip, a DocBook sidebar), unless its class also names
+    boilerplate ("cookie-warning")."""
+    return not content.BOILER_NAMES.search(content.TEXT_BOX_NAMES.sub(" ", names))
 
 
 def _name_hint(el: etree._Element, inherited: int) -> int:
