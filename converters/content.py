@@ -110,6 +110,8 @@ class PageTokens:
     paths: list[tuple[int, ...]] = field(default_factory=list)
     named_boxes: set[int] = field(default_factory=set)  # of ``boxes``, those whose own class names boilerplate
     text_boxes: set[int] | None = None  # of ``boxes``, those of the text (``_text_boxes``), once found
+    counts: list[int] = field(default_factory=list)  # each block's words, once counted (``_counts``)
+    links: list[int] = field(default_factory=list)  # ... and its link words (``_nav_link_words``)
 
     def tags(self, n: int = 1) -> None:
         self.values.extend([-1] * n)
@@ -321,7 +323,7 @@ def _main_by_library(blocks: list[Block], root: HtmlElement, page: PageTokens) -
     dom = _dom_run(blocks, _box_hints(blocks, page)) or set()
     # Its fallbacks are asked only when its fast text is short for the page: our own run is the
     # measure (a manual's short page, which the fast mode reads well, costs one call, not two).
-    enough = min(LIBRARY_SECOND_OPINION, SECOND_OPINION_DOM * _words(blocks, dom))
+    enough = min(LIBRARY_SECOND_OPINION, SECOND_OPINION_DOM * _words(blocks, dom, page))
     text = library_text(root, enough)
     if not text.strip():
         return None
@@ -337,7 +339,23 @@ def _main_by_library(blocks: list[Block], root: HtmlElement, page: PageTokens) -
     return _fill_gaps(blocks, main, page, dom) if main else main
 
 
-def _words(blocks: Sequence[Block], which: Collection[int]) -> int:
+def _counts(blocks: Sequence[Block], page: PageTokens) -> list[int]:
+    """Each block's words, counted once a page (the gap filling asks for them many times)."""
+    if len(page.counts) != len(blocks):
+        page.counts = [count_words(b.text) for b in blocks]
+    return page.counts
+
+
+def _links(blocks: Sequence[Block], page: PageTokens) -> list[int]:
+    if len(page.links) != len(blocks):
+        page.links = [_nav_link_words(b) if any(r.href for r in b.runs) else 0 for b in blocks]
+    return page.links
+
+
+def _words(blocks: Sequence[Block], which: Collection[int], page: PageTokens | None = None) -> int:
+    if page is not None:
+        counts = _counts(blocks, page)
+        return sum(counts[n] for n in which)
     return sum(count_words(blocks[n].text) for n in which)
 
 
@@ -357,12 +375,12 @@ def _fill_gaps(blocks: Sequence[Block], main: set[int], page: PageTokens, dom: s
     a heading whose text (the next block that is no heading) is not main.
     """
     kept = _fill_between(blocks, main, page, min(main) + 1, max(main))
-    total = _words(blocks, kept)
+    total = _words(blocks, kept, page)
     # Its text measured against the DOM run's in prose: a page it reads as its one code block (a
     # handbook page) is damaged however long the code.
-    prose = _words(blocks, [n for n in kept if blocks[n].kind != "pre"])
-    damaged = (_words(blocks, kept - main) > DAMAGED_SHARE * total
-               or prose < SHORT_SHARE * _words(blocks, [n for n in dom if blocks[n].kind != "pre"]))
+    prose = _words(blocks, [n for n in kept if blocks[n].kind != "pre"], page)
+    damaged = (_words(blocks, kept - main, page) > DAMAGED_SHARE * total
+               or prose < SHORT_SHARE * _words(blocks, [n for n in dom if blocks[n].kind != "pre"], page))
     if damaged and dom & kept:
         kept = _fill_between(blocks, kept, page, min(dom), max(dom) + 1)
     # Around that, only the article's boxes (tips, notes) and headings: the rest of its element may
@@ -377,19 +395,19 @@ def _fill_gaps(blocks: Sequence[Block], main: set[int], page: PageTokens, dom: s
 def _article(blocks: Sequence[Block], seed: Collection[int], page: PageTokens) -> tuple[int, int]:
     """The first and last block of the article's element: the innermost element holding
     ``ARTICLE_SHARE`` of the words of the blocks ``seed`` (those with no recorded path: ``seed``'s)."""
-    weight: Counter[int] = Counter()
-    total = 0
-    for n in seed:
-        if n < len(page.paths):
-            w = count_words(blocks[n].text)
-            total += w
-            weight.update(dict.fromkeys(page.paths[n], w))
-    heaviest = max(seed, key=lambda n: count_words(blocks[n].text))
-    if heaviest >= len(page.paths) or not total:
-        return min(seed), max(seed)
-    path = page.paths[heaviest]
-    depth = next((d for d in range(len(path) - 1, -1, -1) if weight[path[d]] >= ARTICLE_SHARE * total), None)
-    if depth is None:
+    counts = _counts(blocks, page)
+    seed = [n for n in seed if counts[n] and n < len(page.paths)]
+    total = sum(counts[n] for n in seed)
+    if not total:
+        return min(seed, default=0), max(seed, default=-1)
+    # Down from the root, while one element at that depth holds the share of the words.
+    path = page.paths[max(seed, key=counts.__getitem__)]
+    depth = -1
+    for d, element in enumerate(path):
+        if sum(counts[n] for n in seed if len(page.paths[n]) > d and page.paths[n][d] == element) < ARTICLE_SHARE * total:
+            break
+        depth = d
+    if depth < 0:
         return min(seed), max(seed)
     element = path[depth]
     inside = [n for n, p in enumerate(page.paths) if len(p) > depth and p[depth] == element]
@@ -402,19 +420,20 @@ def _fill_between(blocks: Sequence[Block], main: set[int], page: PageTokens, lo:
     ``boxes_only``: only the blocks of class-named boxes of text, and headings."""
     kept = set(main)
     headings = []
-    run_links = _run_link_share(blocks, main)
+    counts, links = _counts(blocks, page), _links(blocks, page)
+    run_links = _run_link_share(main, counts, links)
     # A box of the text (a note, a tip, a DocBook sidebar) whose blocks score as running text on
     # the whole is kept whole: its title ("Note", "TIP ...") and its lines of links with it.
     text_boxes = _text_boxes(blocks, page) if page.boxes else set()
     for n in range(lo, hi):
         block = blocks[n]
-        words = count_words(block.text)
+        words = counts[n]
         if n in kept or not words or n in page.beside:
             continue
         if page.boxes.get(n) in text_boxes:
             kept.add(n)
             continue
-        if _nav_link_words(block) / words > 0.5 or run_links[n] > RUN_LINKS:
+        if links[n] / words > 0.5 or run_links[n] > RUN_LINKS:
             continue
         if page.hints.get(n, 0) < 0:
             # Another class-named block of running text between the article's blocks is kept.
@@ -441,17 +460,17 @@ def _nav_link_words(block: Block) -> int:
     return sum(count_words(r.text) for r in block.runs if r.href and not _URL.match(r.text))
 
 
-def _run_link_share(blocks: Sequence[Block], main: set[int]) -> dict[int, float]:
+def _run_link_share(main: set[int], counts: Sequence[int], links: Sequence[int]) -> dict[int, float]:
     """For each block outside ``main``, the share of link words in its run of such blocks."""
     share: dict[int, float] = {}
     run: list[int] = []
-    for n in range(len(blocks) + 1):
-        if n < len(blocks) and n not in main:
+    for n in range(len(counts) + 1):
+        if n < len(counts) and n not in main:
             run.append(n)
             continue
-        words = _words(blocks, run)
-        links = sum(_nav_link_words(blocks[k]) for k in run)
-        share.update((k, links / words if words else 0.0) for k in run)
+        words = sum(counts[k] for k in run)
+        linked = sum(links[k] for k in run)
+        share.update((k, linked / words if words else 0.0) for k in run)
         run = []
     return share
 
