@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{name}: MISSING, cannot load its pages ({exc})")
             continue
         if not pages:
-            print(f"\n{name}: MISSING, no pages found")
+            print(f"\n{name}: no pages" + (f" in the {args.part} part" if args.part != "both" else " found: MISSING"))
             continue
         parts = Counter(p.part for p in pages)
         print(f"\n{name}: {len(pages)} pages ({parts['tune']} tune, {parts['held-out']} held-out); "
@@ -169,7 +169,7 @@ def _source(name: str) -> str:
     """The manual a page comes from (``sphinx/MANUAL/...``), the generator of an own page
     (``own/GENERATOR/...``), or its set."""
     parts = name.split("/")
-    return parts[1] if parts[0] in ("sphinx", "own") and len(parts) > 2 else parts[0]
+    return parts[1] if parts[0] in ("sphinx", "own", "own2") and len(parts) > 2 else parts[0]
 
 
 if __name__ == "__main__":

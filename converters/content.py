@@ -62,6 +62,8 @@ SECOND_OPINION_DOM = 0.8  # ... when it also has under this share of the DOM met
 RUN_LINKS = 0.2
 DAMAGED_SHARE = 0.1
 SHORT_SHARE = 0.5
+# The article's element: the innermost one holding this share of the words of the main blocks.
+ARTICLE_SHARE = 0.9
 
 # A word is a run of letters/digits; ideographs and kana count one each, since CJK text has no spaces.
 WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|\w+")
@@ -74,6 +76,12 @@ BOILER_NAMES = re.compile(
 # slots, rating, sharing and font-size tools, datelines. trafilatura leaves them out on purpose and
 # ``_fill_gaps`` does not put them back (with ``figure`` and ``figcaption``: converters.html.BESIDE).
 BESIDE_NAMES = re.compile(r"caption|credit|\bads?\b|\bad-|advert|share|rating|tool|\bdate|byline|video|player|playlist", re.I)
+# Class names of a box of the article's text: a note, a tip, a warning (DocBook's div.note, .tip,
+# .caution; Sphinx's div.admonition) and DocBook's sidebar (the Debian handbook's tips), a
+# ``div.sidebar`` as a blog's column of links is: such a box is kept whole when its blocks score as
+# running text (see ``_fill_between``).
+TEXT_BOX_NAMES = re.compile(r"\b(?:sidebar|side-bar|admonition|note|tip|hint|warning|caution|important|attention|danger)\b",
+                            re.I)
 CONTENT_NAMES = re.compile(r"article|\bcontent|\bmain|\bpost|entry|\bbody|\btext|story|document|section",
                            re.I)
 
@@ -88,13 +96,22 @@ class PageTokens:
     word, 0 a word of anchor text, -1 a tag; ``owners``: the block a word belongs to, -1 for a tag),
     a DOM hint per block (-1 boilerplate element or class name, ``ID_HINT`` a boilerplate id,
     +1 content name, 0 none), ``named``, the blocks whose hint below 0 comes from a class or
-    id name only, and ``beside``, the blocks in a figure or a box ``BESIDE_NAMES`` names."""
+    id name only, ``boxes``, for the blocks in a box ``TEXT_BOX_NAMES`` names, that box (a serial
+    number; not under ``nav``, ``footer``, ``aside``), and
+    ``beside``, the blocks in a figure or a box ``BESIDE_NAMES`` names. ``paths`` is each block's
+    open elements when it starts (serial numbers, outermost first; empty where not recorded)."""
 
     values: list[int] = field(default_factory=list)
     owners: list[int] = field(default_factory=list)
     hints: dict[int, int] = field(default_factory=dict)
     named: set[int] = field(default_factory=set)
     beside: set[int] = field(default_factory=set)
+    boxes: dict[int, int] = field(default_factory=dict)
+    paths: list[tuple[int, ...]] = field(default_factory=list)
+    named_boxes: set[int] = field(default_factory=set)  # of ``boxes``, those whose own class names boilerplate
+    text_boxes: set[int] | None = None  # of ``boxes``, those of the text (``_text_boxes``), once found
+    counts: list[int] = field(default_factory=list)  # each block's words, once counted (``_counts``)
+    links: list[int] = field(default_factory=list)  # ... and its link words (``_nav_link_words``)
 
     def tags(self, n: int = 1) -> None:
         self.values.extend([-1] * n)
@@ -148,7 +165,7 @@ def mark(doc: Document, page: PageTokens, method: str = DEFAULT, root: HtmlEleme
         if method == "tokens":
             main = _main_by_tokens(page, len(doc.blocks))
         elif method == "dom":
-            main = _main_by_dom(doc.blocks, page.hints, page.named)
+            main = _main_by_dom(doc.blocks, _box_hints(doc.blocks, page), page.named)
         else:
             raise ValueError(f"unknown main-content method {method!r}; expected one of {METHODS}")
     for n, block in enumerate(doc.blocks):
@@ -223,6 +240,40 @@ def _main_by_dom(blocks: list[Block], hints: dict[int, int], named: Collection[i
     return main
 
 
+def _text_boxes(blocks: Sequence[Block], page: PageTokens) -> set[int]:
+    """The boxes of the text (``PageTokens.boxes``) that are kept whole: their blocks score as
+    running text on the whole, names aside, and they sit among the article's paragraphs (their
+    parent element holds a paragraph of its own that scores as text), where a blog's sidebar of
+    the same name sits beside the article's element."""
+    if page.text_boxes is not None:
+        return page.text_boxes
+    scores: dict[int, float] = defaultdict(float)
+    where: dict[int, tuple[int, int]] = {}  # box: (its depth, its parent)
+    for n, box in page.boxes.items():
+        scores[box] += block_score(blocks[n], 0)
+        path = page.paths[n]
+        if box not in where and box in path and path.index(box):
+            d = path.index(box)
+            where[box] = (d, path[d - 1])
+    parents = {parent for box, (_, parent) in where.items() if scores[box] > 0}
+    text_in: set[tuple[int, int]] = set()  # (depth, parent) of a paragraph outside any box
+    if parents:
+        for n, path in enumerate(page.paths):
+            if len(path) >= 2 and path[-2] in parents and n not in page.boxes and block_score(blocks[n], 0) > 0:
+                text_in.add((len(path) - 1, path[-2]))
+    page.text_boxes = {box for box, at in where.items() if scores[box] > 0 and at in text_in}
+    return page.text_boxes
+
+
+def _box_hints(blocks: Sequence[Block], page: PageTokens) -> dict[int, int]:
+    """``page.hints`` less the class names of boxes of the text (a DocBook sidebar); a name above
+    the box (a section's id) stays."""
+    if not page.named_boxes:
+        return page.hints
+    text = _text_boxes(blocks, page) & page.named_boxes
+    return {n: h for n, h in page.hints.items() if n not in page.named or page.boxes.get(n) not in text}
+
+
 def _dom_run(blocks: list[Block], hints: dict[int, int]) -> set[int] | None:
     """The blocks of the best-scoring run minus the link lists inside it; None below ``MIN_TEXT``."""
     raw = [block_score(b, hints.get(n, 0)) for n, b in enumerate(blocks)]
@@ -269,10 +320,10 @@ def _main_by_library(blocks: list[Block], root: HtmlElement, page: PageTokens) -
     or ``aside`` (short pages it takes whole) or a box whose class names boilerplate (its comment
     detection misses comment lists such a class names), plus the article's blocks it dropped
     (``_fill_gaps``); None when it returns nothing."""
-    dom = _dom_run(blocks, page.hints) or set()
+    dom = _dom_run(blocks, _box_hints(blocks, page)) or set()
     # Its fallbacks are asked only when its fast text is short for the page: our own run is the
     # measure (a manual's short page, which the fast mode reads well, costs one call, not two).
-    enough = min(LIBRARY_SECOND_OPINION, SECOND_OPINION_DOM * _words(blocks, dom))
+    enough = min(LIBRARY_SECOND_OPINION, SECOND_OPINION_DOM * _words(blocks, dom, page))
     text = library_text(root, enough)
     if not text.strip():
         return None
@@ -288,7 +339,23 @@ def _main_by_library(blocks: list[Block], root: HtmlElement, page: PageTokens) -
     return _fill_gaps(blocks, main, page, dom) if main else main
 
 
-def _words(blocks: Sequence[Block], which: Collection[int]) -> int:
+def _counts(blocks: Sequence[Block], page: PageTokens) -> list[int]:
+    """Each block's words, counted once a page (the gap filling asks for them many times)."""
+    if len(page.counts) != len(blocks):
+        page.counts = [count_words(b.text) for b in blocks]
+    return page.counts
+
+
+def _links(blocks: Sequence[Block], page: PageTokens) -> list[int]:
+    if len(page.links) != len(blocks):
+        page.links = [_nav_link_words(b) if any(r.href for r in b.runs) else 0 for b in blocks]
+    return page.links
+
+
+def _words(blocks: Sequence[Block], which: Collection[int], page: PageTokens | None = None) -> int:
+    if page is not None:
+        counts = _counts(blocks, page)
+        return sum(counts[n] for n in which)
     return sum(count_words(blocks[n].text) for n in which)
 
 
@@ -299,37 +366,83 @@ def _fill_gaps(blocks: Sequence[Block], main: set[int], page: PageTokens, dom: s
     element it misreads (a Debian handbook page kept 38 % of its words). The blocks between its
     first and last main block count; and where its reading was damaged (those blocks bring over
     ``DAMAGED_SHARE`` of the text, or its text is under ``SHORT_SHARE`` of the DOM method's run
-    ``dom``), so do those of the DOM run around it: what it lost at the start and the end. Left out
-    still: link lists and runs of blocks mostly links (a list of teasers), ``nav``/``footer``/
-    ``aside`` boxes, figures, images, captions and tools (``PageTokens.beside``: what it leaves out
-    of a news page on purpose), class-named boxes that are not running text (a DocBook "sidebar" is
-    a box of the text), and a heading whose text (the next block that is no heading) is not main.
+    ``dom``), so do those of the DOM run around it: what it lost at the start and the end. Then so do
+    the blocks of the article's element (``_article``) before and after: its title, the tip boxes
+    and sections it stops short of. Left out still: link lists and runs of blocks mostly links (a
+    list of teasers), ``nav``/``footer``/``aside`` boxes, figures, images, captions and tools
+    (``PageTokens.beside``: what it leaves out of a news page on purpose), class-named boxes that
+    are not running text (a DocBook "sidebar" is a box of the text, kept whole with its title), and
+    a heading whose text (the next block that is no heading) is not main.
     """
     kept = _fill_between(blocks, main, page, min(main) + 1, max(main))
-    total = _words(blocks, kept)
-    damaged = _words(blocks, kept - main) > DAMAGED_SHARE * total or total < SHORT_SHARE * _words(blocks, dom)
+    total = _words(blocks, kept, page)
+    # Its text measured against the DOM run's in prose: a page it reads as its one code block (a
+    # handbook page) is damaged however long the code.
+    prose = _words(blocks, [n for n in kept if blocks[n].kind != "pre"], page)
+    damaged = (_words(blocks, kept - main, page) > DAMAGED_SHARE * total
+               or prose < SHORT_SHARE * _words(blocks, [n for n in dom if blocks[n].kind != "pre"], page))
     if damaged and dom & kept:
         kept = _fill_between(blocks, kept, page, min(dom), max(dom) + 1)
+    # Around that, only the article's boxes (tips, notes) and headings: the rest of its element may
+    # be a gallery, highlights or a teaser that a news page keeps beside its story.
+    lo, hi = _article(blocks, kept | dom if damaged else kept, page)
+    if lo < min(kept) or hi > max(kept):
+        kept = _fill_between(blocks, kept, page, lo, min(kept), boxes_only=True)
+        kept = _fill_between(blocks, kept, page, max(kept) + 1, hi + 1, boxes_only=True)
     return kept
 
 
-def _fill_between(blocks: Sequence[Block], main: set[int], page: PageTokens, lo: int, hi: int) -> set[int]:
-    """``main`` plus the blocks of ``range(lo, hi)`` that are text of the article (see ``_fill_gaps``)."""
+def _article(blocks: Sequence[Block], seed: Collection[int], page: PageTokens) -> tuple[int, int]:
+    """The first and last block of the article's element: the innermost element holding
+    ``ARTICLE_SHARE`` of the words of the blocks ``seed`` (those with no recorded path: ``seed``'s)."""
+    counts = _counts(blocks, page)
+    seed = [n for n in seed if counts[n] and n < len(page.paths)]
+    total = sum(counts[n] for n in seed)
+    if not total:
+        return min(seed, default=0), max(seed, default=-1)
+    # Down from the root, while one element at that depth holds the share of the words.
+    path = page.paths[max(seed, key=counts.__getitem__)]
+    depth = -1
+    for d, element in enumerate(path):
+        if sum(counts[n] for n in seed if len(page.paths[n]) > d and page.paths[n][d] == element) < ARTICLE_SHARE * total:
+            break
+        depth = d
+    if depth < 0:
+        return min(seed), max(seed)
+    element = path[depth]
+    inside = [n for n, p in enumerate(page.paths) if len(p) > depth and p[depth] == element]
+    return inside[0], inside[-1]
+
+
+def _fill_between(blocks: Sequence[Block], main: set[int], page: PageTokens, lo: int, hi: int,
+                  boxes_only: bool = False) -> set[int]:
+    """``main`` plus the blocks of ``range(lo, hi)`` that are text of the article (see ``_fill_gaps``);
+    ``boxes_only``: only the blocks of class-named boxes of text, and headings."""
     kept = set(main)
     headings = []
-    run_links = _run_link_share(blocks, main)
+    counts, links = _counts(blocks, page), _links(blocks, page)
+    run_links = _run_link_share(main, counts, links)
+    # A box of the text (a note, a tip, a DocBook sidebar) whose blocks score as running text on
+    # the whole is kept whole: its title ("Note", "TIP ...") and its lines of links with it.
+    text_boxes = _text_boxes(blocks, page) if page.boxes else set()
     for n in range(lo, hi):
         block = blocks[n]
-        words = count_words(block.text)
-        if n in kept or not words or n in page.beside or _link_words(block) / words > 0.5:
+        words = counts[n]
+        if n in kept or not words or n in page.beside:
             continue
-        if run_links[n] > RUN_LINKS:
+        if page.boxes.get(n) in text_boxes:
+            kept.add(n)
             continue
-        if page.hints.get(n, 0) < 0 and (n not in page.named or block_score(block, 0) <= 0):
+        if links[n] / words > 0.5 or run_links[n] > RUN_LINKS:
+            continue
+        if page.hints.get(n, 0) < 0:
+            # Another class-named block of running text between the article's blocks is kept.
+            if not boxes_only and n in page.named and block_score(block, 0) > 0:
+                kept.add(n)
             continue
         if block.kind == "h":
             headings.append(n)
-        else:
+        elif not boxes_only:
             kept.add(n)
     for n in headings:
         text = next((k for k in range(n + 1, len(blocks)) if blocks[k].kind != "h" and blocks[k].text.strip()), None)
@@ -338,17 +451,26 @@ def _fill_between(blocks: Sequence[Block], main: set[int], page: PageTokens, lo:
     return kept
 
 
-def _run_link_share(blocks: Sequence[Block], main: set[int]) -> dict[int, float]:
+_URL = re.compile(r"\s*(?:\W\s*)?(?:https?://|ftp://|www\.)\S+\s*$")
+
+
+def _nav_link_words(block: Block) -> int:
+    """Link words that lead somewhere by name: a link whose text is its own address ("→
+    https://lumicall.org", as manuals print a reference) is text to read, not navigation."""
+    return sum(count_words(r.text) for r in block.runs if r.href and not _URL.match(r.text))
+
+
+def _run_link_share(main: set[int], counts: Sequence[int], links: Sequence[int]) -> dict[int, float]:
     """For each block outside ``main``, the share of link words in its run of such blocks."""
     share: dict[int, float] = {}
     run: list[int] = []
-    for n in range(len(blocks) + 1):
-        if n < len(blocks) and n not in main:
+    for n in range(len(counts) + 1):
+        if n < len(counts) and n not in main:
             run.append(n)
             continue
-        words = _words(blocks, run)
-        links = sum(_link_words(blocks[k]) for k in run)
-        share.update((k, links / words if words else 0.0) for k in run)
+        words = sum(counts[k] for k in run)
+        linked = sum(links[k] for k in run)
+        share.update((k, linked / words if words else 0.0) for k in run)
         run = []
     return share
 

@@ -117,6 +117,14 @@ class _Walker:
         self.beside = False
         self.alt_words = 0  # of the block's words, those of images' alt text
         self.page = content.PageTokens()
+        # The open elements that are page structure (serial numbers, outermost first) and the
+        # innermost box whose class names a box of the text (content.TEXT_BOX_NAMES): the
+        # current block's, taken when it starts.
+        self.path: list[int] = []
+        self.serial = 0
+        self.box = -1
+        self.block_path: tuple[int, ...] = ()
+        self.block_box = -1
 
     def flush(self) -> None:
         if self.runs:
@@ -128,9 +136,12 @@ class _Walker:
                     self.page.hints[len(self.doc.blocks)] = -1 if self.boiler else self.hint
                     if self.hint < 0 and not self.boiler:
                         self.page.named.add(len(self.doc.blocks))
+                if self.block_box >= 0 and not self.boiler:
+                    self.page.boxes[len(self.doc.blocks)] = self.block_box
                 # A block of alt text only is an image, beside the text as a figure is.
                 if self.beside or content.count_words(text) <= self.alt_words:
                     self.page.beside.add(len(self.doc.blocks))
+                self.page.paths.append(self.block_path)
                 self.doc.blocks.append(Block(self.kind, self.runs, self.level, self.boiler))
         self.runs = []
         self.alt_words = 0
@@ -138,6 +149,7 @@ class _Walker:
     def start(self, kind: str, level: int, boiler: bool, hint: int, beside: bool) -> None:
         self.flush()
         self.kind, self.level, self.boiler, self.hint, self.beside = kind, level, boiler, hint, beside
+        self.block_path, self.block_box = tuple(self.path), self.box
 
     def text(self, s: str | None, style: str, href: str | None, pre: bool) -> None:
         if not s:
@@ -151,7 +163,7 @@ class _Walker:
             self.runs.append(Inline(s, style, href))
 
     def walk(self, el: etree._Element, boiler: bool, pre: bool, style: str = "", href: str | None = None,
-             hint: int = 0, beside: bool = False) -> None:
+             hint: int = 0, beside: bool = False, box: int = -1) -> None:
         if not isinstance(el.tag, str):
             return
         tag = el.tag.lower()
@@ -162,8 +174,16 @@ class _Walker:
         counted = tag not in INLINE  # inline formatting is not page structure (see INLINE)
         if counted:
             self.page.tags()
+            self.serial += 1
+            self.path.append(self.serial)
         boiler = boiler or tag in BOILER or _hidden(el)
-        hint = _name_hint(el, hint)
+        own = _name_hint(el, 0)
+        if counted and content.TEXT_BOX_NAMES.search(el.get("class") or "") and _text_box(el.get("class") or ""):
+            box = self.serial
+            if own < 0:  # its own class names boilerplate ("sidebar"), not an id above it
+                self.page.named_boxes.add(box)
+        hint = own or hint
+        self.box = box
         beside = beside or tag in BESIDE or bool(content.BESIDE_NAMES.search(el.get("class") or ""))
         block = None
         if tag in HEADINGS:
@@ -181,20 +201,28 @@ class _Walker:
             self.alt_words += content.count_words(el.get("alt", ""))
         self.text(el.text, style, href, pre)
         for child in el:
-            self.walk(child, boiler, pre, style, href, hint, beside)
+            self.walk(child, boiler, pre, style, href, hint, beside, box)
+            self.box = box
             if isinstance(child.tag, str) and child.tag.lower() in (HEADINGS.keys() | BLOCKS.keys()):
                 self.start(block[0] if block else self.kind, block[1] if block else self.level,
                            boiler if block else self.boiler, hint if block else self.hint,
                            beside if block else self.beside)
             self.text(child.tail, style, href, pre)
-        if counted:
-            self.page.tags()
         if block:
             self.flush()
+        if counted:
+            self.page.tags()
+            self.path.pop()
 
 
 def _hidden(el: etree._Element) -> bool:
     return el.get("hidden") is not None or el.get("aria-hidden") == "true" or el.get("role") == "navigation"
+
+
+def _text_box(names: str) -> bool:
+    """A box of the text (a note, a tip, a DocBook sidebar), unless its class also names
+    boilerplate ("cookie-warning")."""
+    return not content.BOILER_NAMES.search(content.TEXT_BOX_NAMES.sub(" ", names))
 
 
 def _name_hint(el: etree._Element, inherited: int) -> int:

@@ -261,3 +261,85 @@ def test_corpus_sphinx_page_navigation_is_boilerplate() -> None:
         # Most of the words are the chapter's, few of them navigation. Trafilatura leaves out the
         # section "Authors and Maintainers" (its rules drop what an id says is about authors).
         assert content.count_words(main) > share * content.count_words(boiler), method
+
+
+# Boxes of the text and the article's element (the second round of issue 17, on the own pages).
+TIP_PAGE = ('<html><head><title>9.6. The inetd Super-Server</title></head><body>'
+            '<div id="banner"><a href="/get/">Download the ebook</a></div>'
+            '<ul class="docnav top"><li class="previous"><a href="a.html">Prev</a></li>'
+            '<li class="next"><a href="c.html">Next</a></li></ul>'
+            '<div class="section"><div class="titlepage"><h2 class="title">9.6. The inetd Super-Server</h2></div>'
+            + _manual_para(1) + _manual_para(2) + _manual_para(3) +
+            '<div class="para">The project keeps a guide to these servers online:</div>'
+            '<div class="para">→ <a href="https://example.org/inetd-guide">https://example.org/inetd-guide</a></div>'
+            + _manual_para(4) +
+            '<div class="sidebar"><div class="titlepage"><p class="title"><strong>TIP</strong> Other super-servers</p></div>'
+            '<div class="para">While Debian installs openbsd-inetd by default, xinetd and rlinetd are there too, '
+            'and systemd can listen on a socket for a server it starts on demand.</div>'
+            '<div class="para">→ <a href="https://example.org/xinetd">https://example.org/xinetd</a></div></div>'
+            '<div class="sidebar"><div class="titlepage"><p class="title"><strong>NOTE</strong> Ports</p></div>'
+            '<div class="para">The services file maps the names of the servers to their port numbers, so the '
+            'configuration file can use either.</div></div>'
+            '</div><ul class="docnav"><li class="previous"><a href="a.html">Prev 9.5. syslog</a></li>'
+            '<li class="home"><a href="index.html">Home</a></li>'
+            '<li class="next"><a href="c.html">Next 9.7. cron</a></li></ul></body></html>')
+
+
+@pytest.mark.parametrize("method", ("trafilatura", "dom"))
+def test_tip_boxes_at_the_end_of_a_manual_section_are_text(method: str) -> None:
+    # The handbook's tips (div.sidebar) after the section's last paragraph: trafilatura stops before
+    # them and the DOM method took their class for a sidebar's; a box of running text among the
+    # article's paragraphs is kept whole, title and link line with it.
+    doc = from_text(TIP_PAGE, "file:///t.html", "text/html", main_content=method)
+    lines = main_text(doc).splitlines()
+    for text in ("TIP Other super-servers", "NOTE Ports", "→ https://example.org/xinetd"):
+        assert text in lines, (method, text)
+    assert any(line.startswith("While Debian installs openbsd-inetd") for line in lines)
+    assert any(line.startswith("The services file maps") for line in lines)
+    boiler = [b.text for b in doc.blocks if b.boilerplate]
+    assert "Home" in boiler and "Next 9.7. cron" in boiler and "Download the ebook" in boiler
+
+
+def test_default_keeps_a_manual_sections_title_and_its_printed_links() -> None:
+    doc = from_text(TIP_PAGE, "file:///t.html", "text/html")
+    lines = main_text(doc).splitlines()
+    assert "9.6. The inetd Super-Server" in lines[1:]  # the heading, not only the document's title
+    # A link whose text is its own address is a reference printed in the text, not navigation.
+    assert "→ https://example.org/inetd-guide" in lines
+
+
+@pytest.mark.parametrize("method", ("trafilatura", "dom"))
+def test_a_blogs_sidebar_of_text_beside_the_article_stays_out(method: str) -> None:
+    # The same class beside the article's element (a blog's column), not among its paragraphs.
+    side = ('<div class="sidebar"><h3>About this blog</h3><p>The club writes here about the town, its library '
+            'and its budget meetings, every week since the library reopened in the spring.</p></div>')
+    doc = from_text(page(ARTICLE, side), "file:///t.html", "text/html", main_content=method)
+    assert "The club writes here" not in main_text(doc)
+    assert main_text(doc).count(PROSE) == 3
+
+
+def test_admonitions_at_the_end_of_a_docbook_chapter_are_text() -> None:
+    # DocBook XSL's note: a div.note holding a table with the icon, the word "Note" and the text.
+    note = ('<div class="note"><table border="0" summary="Note"><tr><td rowspan="2"><img alt="[Note]" src="note.png"/></td>'
+            '<th align="left">Note</th></tr><tr><td><p>Keep a copy of the old configuration file, since the '
+            'upgrade replaces it without asking when it has not been changed.</p></td></tr></table></div>')
+    warning = ('<div class="admonition warning"><p class="admonition-title">Warning</p><p>Never run the '
+               'script as root on a machine that holds data you have no backup of.</p></div>')
+    article = f'<div class="chapter"><h1>Upgrading</h1><p>{PROSE}</p><p>{PROSE}</p>{note}{warning}</div>'
+    for method in ("trafilatura", "dom"):
+        lines = main_text(from_text(page(article), "file:///t.html", "text/html", main_content=method)).splitlines()
+        assert any(line.startswith("Keep a copy of the old configuration") for line in lines), method
+        assert any(line.startswith("Never run the script as root") for line in lines), method
+
+
+def test_fill_gaps_reads_a_lone_code_block_as_a_damaged_reading() -> None:
+    # trafilatura read a handbook page as its one (long) code block: that is no reading of the
+    # page's prose, however many words the code has; the DOM run's paragraphs around it come back.
+    from deskdex.converters.document import Block
+    code = "\n".join(f"$ fakeroot alien --to-deb package{n}.rpm" for n in range(40))
+    blocks = [Block.of("h", "Coexistence with other packaging systems"), Block.of("p", PROSE),
+              Block.of("p", PROSE.replace("committee", "club")), Block.of("pre", code),
+              Block.of("p", PROSE.replace("committee", "council"))]
+    tokens = PageTokens()
+    tokens.paths = [(1, 2, 3), (1, 2, 4), (1, 2, 5), (1, 2, 6), (1, 2, 7)]
+    assert content._fill_gaps(blocks, {3}, tokens, dom={0, 1, 2, 3, 4}) == {0, 1, 2, 3, 4}
