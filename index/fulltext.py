@@ -135,16 +135,24 @@ def analyze_path(text: str) -> list[str]:
     return ANALYZERS[PATH].analyze(text)
 
 
-# camelCase (``MyReport`` ``HTMLFile``) and letters against digits (``report2024``).
-_NAME_SPLIT = re.compile(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])|(?<=[a-zß-öø-ÿ])(?=[A-ZÀ-ÖØ-Þ])"
-                         r"|(?<=[A-ZÀ-ÖØ-Þ])(?=[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ])")
-
-
 def name_words(name: str) -> str:
     """A file or folder name with its words apart, for the ``name`` field (its analyzer splits
-    at ``-``, ``_``, ``.``): ``MyReport2024`` is ``My Report 2024``. One regex call a name: names
-    are short, and this runs once a document, not once a word."""
-    return _NAME_SPLIT.sub(" ", name)
+    at ``-``, ``_``, ``.``): ``MyReport2024`` is ``My Report 2024``, ``HTMLFile`` ``HTML File``,
+    ``ΜουσικήΣυλλογή`` ``Μουσική Συλλογή``: camelCase in any cased script, and letters against
+    digits. A walk over the characters (str's Unicode classes, which ``re`` lacks): a name is
+    short, and this runs once a document, not once a word."""
+    out: list[str] = []
+    prev = ""
+    for i, ch in enumerate(name):
+        if prev and (
+            (prev.isalpha() and ch.isdecimal()) or (prev.isdecimal() and ch.isalpha())
+            or (prev.islower() and ch.isupper())
+            or (prev.isupper() and ch.isupper() and name[i + 1:i + 2].islower())
+        ):
+            out.append(" ")
+        out.append(ch)
+        prev = ch
+    return "".join(out)
 
 
 CJK = re.compile("[%s]+" % _CJK_RANGES)

@@ -33,6 +33,8 @@ TEXTS = {
                   "hotel near the river, tired but happy.",
     "MyReport2024.txt": "Quarterly figures\n\nSales grew in the northern region while costs stayed flat for the "
                         "whole year, which pleased the board.",
+    "ГодовойОтчёт2023.txt": "Numbers\n\nA table of numbers for the accountant, with nothing more to say about "
+                            "it than that the totals add up.",
     "altstadt.txt": "Die Altstadt\n\nDie Häuser in der Altstadt sind sehr alt und schön. Viele Menschen wohnen "
                     "dort gern, weil die Straßen ruhig sind und die Kinder im Park spielen können.",
     "chevaux.txt": "La ferme\n\nLes chevaux mangent du foin dans la grange tous les matins, et le fermier les "
@@ -86,6 +88,7 @@ def test_words_of_file_names(indexed):
     assert found(cli, "report") == ["MyReport2024.txt"]
     assert found(cli, "MyReport2024") == ["MyReport2024.txt"]  # the whole name still
     assert found(cli, "examples-emb_spreadsheet.odp") == ["examples-emb_spreadsheet.odp"]
+    assert found(cli, "отчёт") == ["ГодовойОтчёт2023.txt"]  # camelCase of any cased script
 
 
 def test_an_archive_members_own_name_counts(indexed):
