@@ -125,13 +125,13 @@ def duplicates(n: int, similar: int = 0) -> str:
     """What a hit of a duplicate cluster adds to its line: how many copies it stands for (``--all``
     shows them) and how many similar documents its cluster holds besides (``--similar URI``
     lists them all)."""
-    parts = cluster_counts(n, similar)
-    return "  " + ", ".join(parts) if parts else ""
+    counts = cluster_counts(n, similar)
+    return "  " + counts if counts else ""
 
 
-def cluster_counts(n: int, similar: int = 0) -> list[str]:
-    """``["2 duplicates", "1 similar"]``, the parts that are not zero: the CLI's and the tray's words."""
-    return ([f"{n} duplicate{'s' if n > 1 else ''}"] if n > 0 else []) + ([f"{similar} similar"] if similar > 0 else [])
+def cluster_counts(n: int, similar: int = 0) -> str:
+    """``"2 duplicates, 1 similar"``, the parts that are not zero: the CLI's and the tray's words."""
+    return ", ".join(([f"{n} duplicate{'s' if n > 1 else ''}"] if n > 0 else []) + ([f"{similar} similar"] if similar > 0 else []))
 
 
 def shown_location(hit: Mapping[str, object]) -> str:

@@ -334,7 +334,7 @@ def _main_by_library(blocks: list[Block], root: HtmlElement, page: PageTokens) -
     # An id names no box: Sphinx and others make ids from headings ("sharing-cookies").
     classes = {n for n in main if page.hints.get(n, 0) < 0 and page.hints[n] != ID_HINT}
     # A class over all of the text (an article "post social-share") was wrong: kept.
-    if sum(count_words(blocks[n].text) for n in main - classes) >= MIN_TEXT:
+    if _words(blocks, main - classes, page) >= MIN_TEXT:
         main -= classes
     return _fill_gaps(blocks, main, page, dom) if main else main
 
@@ -352,11 +352,9 @@ def _links(blocks: Sequence[Block], page: PageTokens) -> list[int]:
     return page.links
 
 
-def _words(blocks: Sequence[Block], which: Collection[int], page: PageTokens | None = None) -> int:
-    if page is not None:
-        counts = _counts(blocks, page)
-        return sum(counts[n] for n in which)
-    return sum(count_words(blocks[n].text) for n in which)
+def _words(blocks: Sequence[Block], which: Collection[int], page: PageTokens) -> int:
+    counts = _counts(blocks, page)
+    return sum(counts[n] for n in which)
 
 
 def _fill_gaps(blocks: Sequence[Block], main: set[int], page: PageTokens, dom: set[int]) -> set[int]:

@@ -178,13 +178,14 @@ class _Walker:
             self.path.append(self.serial)
         boiler = boiler or tag in BOILER or _hidden(el)
         own = _name_hint(el, 0)
-        if counted and content.TEXT_BOX_NAMES.search(el.get("class") or "") and _text_box(el.get("class") or ""):
+        names = el.get("class") or ""
+        if counted and content.TEXT_BOX_NAMES.search(names) and _text_box(names):
             box = self.serial
             if own < 0:  # its own class names boilerplate ("sidebar"), not an id above it
                 self.page.named_boxes.add(box)
         hint = own or hint
         self.box = box
-        beside = beside or tag in BESIDE or bool(content.BESIDE_NAMES.search(el.get("class") or ""))
+        beside = beside or tag in BESIDE or bool(content.BESIDE_NAMES.search(names))
         block = None
         if tag in HEADINGS:
             block = ("h", HEADINGS[tag])

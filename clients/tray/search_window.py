@@ -183,7 +183,7 @@ class SearchWindow(QWidget):
         date = time.strftime("%Y-%m-%d", time.localtime(hit["mtime"])) if hit.get("mtime") else ""
         dups, similar = int(hit.get("duplicates") or 0), int(hit.get("similar") or 0)
         item = QTreeWidgetItem()
-        counts = ", ".join(cluster_counts(dups, similar))
+        counts = cluster_counts(dups, similar)
         plain = [terminal_safe(hit.get("title") or os.path.basename(path)), shown, date, counts]
         item.setText(0, " — ".join(p for p in plain if p))
         item.setToolTip(0, as_rich_text(shown))
@@ -212,7 +212,7 @@ class SearchWindow(QWidget):
 
         def failed(error: DeskdexError) -> None:
             # an older daemon without the op still tells how many copies there are
-            counts = ", ".join(cluster_counts(int(hit.get("duplicates") or 0), int(hit.get("similar") or 0)))
+            counts = cluster_counts(int(hit.get("duplicates") or 0), int(hit.get("similar") or 0))
             child = QTreeWidgetItem([f"{counts} (paths unavailable: {error})"])
             child.setData(0, HTML_ROLE, html.escape(child.text(0)))
             item.addChild(child)
