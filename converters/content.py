@@ -30,11 +30,12 @@ leave no run of text at all, the run is sought again without them (Readability's
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Collection, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Sequence
 
 from .document import Block, Document
 
@@ -294,6 +295,15 @@ def _dom_run(blocks: list[Block], hints: dict[int, int]) -> set[int] | None:
     return main
 
 
+@functools.cache
+def _extractor(fast: bool) -> Any:
+    """trafilatura's options, made once: built for each page, they cost a fifth of its extraction
+    (its config file's values are parsed again every time). The library keeps a shared one intact."""
+    from trafilatura.settings import Extractor
+
+    return Extractor(fast=fast, comments=False, tables=True)
+
+
 def library_text(root: HtmlElement, enough: float = LIBRARY_SECOND_OPINION) -> str:
     """The main text trafilatura finds in a parsed page ("" when it finds none or fails); a text
     of fewer than ``enough`` words is asked again with its fallbacks."""
@@ -304,9 +314,9 @@ def library_text(root: HtmlElement, enough: float = LIBRARY_SECOND_OPINION) -> s
         # searchable as boilerplate. ``fast`` skips its second opinions (readability, jusText):
         # the same F1 on the labelled pages in 60 % of the time. A short text is where they
         # count (a short page's footer kept, its paragraphs lost), and there they cost little.
-        text = trafilatura.extract(root, fast=True, include_comments=False, include_tables=True) or ""
+        text = trafilatura.extract(root, options=_extractor(fast=True)) or ""
         if count_words(text) < enough:
-            text = trafilatura.extract(root, include_comments=False, include_tables=True) or ""
+            text = trafilatura.extract(root, options=_extractor(fast=False)) or ""
         return text
     except Exception as exc:  # noqa: BLE001
         # Any tree the library trips on (a hostile page, a bug of its own) costs the file nothing:
