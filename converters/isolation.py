@@ -35,6 +35,9 @@ from .source import Source
 logger = logging.getLogger(__name__)
 
 _CTX = mp.get_context("forkserver")
+# The fork server imports what every worker needs (preloaded.py) before it forks any: a worker
+# forked from it converts at once, and shares those pages with the other workers.
+_CTX.set_forkserver_preload(["__main__", "deskdex.converters.preloaded"])
 
 
 def lower_priority() -> None:
