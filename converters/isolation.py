@@ -19,6 +19,7 @@ import os
 import signal
 import threading
 import time
+import weakref
 from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
@@ -38,6 +39,21 @@ _CTX = mp.get_context("forkserver")
 # The fork server imports what every worker needs (preloaded.py) before it forks any: a worker
 # forked from it converts at once, and shares those pages with the other workers.
 _CTX.set_forkserver_preload(["__main__", "deskdex.converters.preloaded"])
+_POOLS: "weakref.WeakSet[WorkerPool]" = weakref.WeakSet()
+
+
+def release_fork_server() -> None:
+    """End the fork server when no pool has a worker, so an idle daemon holds none of what it
+    preloaded (50 MiB); the next worker starts it again. A worker's exit status comes through
+    the fork server, so it must outlive every worker. multiprocessing has no public call for
+    this: without its private one (another Python), the fork server simply stays."""
+    if any(pool._workers for pool in _POOLS):
+        return
+    from multiprocessing import forkserver
+
+    stop = getattr(getattr(forkserver, "_forkserver", None), "_stop", None)
+    if stop is not None:
+        stop()
 
 
 def lower_priority() -> None:
@@ -147,6 +163,7 @@ class WorkerPool:
         self.idle = idle
         self.overrides = overrides  # MIME type -> "module:function", merged over the built-in table
         self._workers: list[_Worker] = []
+        _POOLS.add(self)
 
     def __enter__(self) -> "WorkerPool":
         return self

@@ -178,7 +178,11 @@ def test_unmounted_folder_is_kept_offline(tmp_path: Path, docs: Path):
         d.stop()
 
 
-def _threads(pid: int) -> list[str]:
+def _forkservers(pid: int) -> list[int]:
+    return [k for k in _children(pid) if "forkserver" in Path(f"/proc/{k}/cmdline").read_text()]
+
+
+def _thread_names(pid: int) -> list[str]:
     out = []
     for t in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -205,11 +209,16 @@ def test_an_idle_daemon_lets_go_and_comes_back(tmp_path: Path, docs: Path):
     try:
         pid = d.call("status")["pid"]
         patience = d.patience()  # release_after is 0.5 s of the daemon's time, at idle priority
-        while not patience.over() and any("tantivy" in t for t in _threads(pid)):
+        while not patience.over() and any("tantivy" in t for t in _thread_names(pid)):
             time.sleep(0.2)
-        # Quiet: no tantivy thread (one of them polls twice a second) and no converter process.
-        assert not any("tantivy" in t for t in _threads(pid)), _threads(pid)
+        # Quiet: no tantivy thread (one of them polls twice a second), no converter process, and
+        # no fork server holding the converters' modules (50 MiB).
+        assert not any("tantivy" in t for t in _thread_names(pid)), _thread_names(pid)
         assert not [k for k in _children(pid) if "convert" in Path(f"/proc/{k}/cmdline").read_text()]
+        deadline = time.monotonic() + 5  # the fork server ends once it has read its pipe's end
+        while time.monotonic() < deadline and _forkservers(pid):
+            time.sleep(0.1)
+        assert not _forkservers(pid)
         # And it all comes back for a change and a search.
         (docs / "back.txt").write_text("the narwhal returns\n")
         d.eventually("narwhal", [str(docs / "back.txt")])
