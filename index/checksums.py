@@ -71,9 +71,23 @@ def bytes_checksum(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def words(text: str) -> list[str]:
+    """The words of ``text`` as the checksums see them: NFKC, case-folded, ``\\w+``."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    if folded.isascii():
+        # The same words, a third faster than the regex: bytes.translate turns every byte that
+        # is not an ASCII word character into a space in one C loop. Most text is ASCII, and
+        # every converted document's text passes here (duplicate features, checksum).
+        return folded.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
+    return _WORD.findall(folded)
+
+
+_ASCII_WORDS = bytes(b if chr(b).isascii() and (chr(b).isalnum() or b == 0x5F) else 0x20 for b in range(256))
+
+
 def normalise(text: str) -> str:
     """Text reduced to its words: NFKC, case-folded, one space between words."""
-    return " ".join(_WORD.findall(unicodedata.normalize("NFKC", text).casefold()))
+    return " ".join(words(text))
 
 
 def text_checksum(text: str) -> str:

@@ -20,7 +20,7 @@ from collections import Counter
 import numpy as np
 import xxhash
 
-from .checksums import normalise
+from .checksums import words
 
 logger = logging.getLogger(__name__)
 
@@ -30,9 +30,6 @@ _SHIFTS = np.arange(BITS, dtype=np.uint64)
 _MASK64 = (1 << BITS) - 1
 
 
-def words(text: str) -> list[str]:
-    """The words of ``text`` as the checksum sees them (NFKC, case-folded, ``\\w+``)."""
-    return normalise(text).split()
 
 
 def content_words(text: str) -> list[str]:

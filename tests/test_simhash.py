@@ -63,3 +63,21 @@ def test_signed_round_trip():
     for fp in (0, 1, (1 << 63) - 1, 1 << 63, (1 << 64) - 1):
         assert -(1 << 63) <= to_signed(fp) < 1 << 63
         assert to_unsigned(to_signed(fp)) == fp
+
+
+def test_words_of_ascii_text_are_the_regexs():
+    """checksums.words takes a faster path for ASCII text; its words must be the regex's, or the
+    checksums and features of the same text would differ between ASCII and other text."""
+    import random
+    import re
+    import unicodedata
+
+    from deskdex.index.checksums import words
+
+    rnd = random.Random(5)
+    alphabet = [chr(c) for c in range(128)] + ["é", "ß", "K", "ﬁ", "İ", "\u00a0", "٣"]
+    samples = ["", "   ", "snake_case and kebab-case, 3.14 x2", "Straße ﬁle İstanbul \u212a",
+               "tab\tnew\nline\x00nul"] + ["".join(rnd.choice(alphabet) for _ in range(rnd.randrange(200)))
+                                         for _ in range(500)]
+    for text in samples:
+        assert words(text) == re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold()), repr(text)
