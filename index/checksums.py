@@ -90,5 +90,32 @@ def normalise(text: str) -> str:
     return " ".join(words(text))
 
 
+CHUNK_CHARS = 1_000_000  # text read at a time by words_checksum
+
+
+def words_checksum(*texts: str) -> str | None:
+    """``bytes_checksum`` of the words of ``texts`` joined by spaces (``normalise``), read a piece
+    at a time so a long text never becomes one list of words; None when there are no words. A
+    piece ends after a space or newline, where no word, and no Unicode normalisation, spans."""
+    h = hashlib.blake2b(digest_size=16)
+    sep = b""
+    for text in texts:
+        start = 0
+        while start < len(text):
+            end = start + CHUNK_CHARS
+            if end < len(text):
+                cut = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
+                if cut < start:  # no space in a whole piece: on to the next one, wherever it is
+                    ahead = [i for i in (text.find(" ", end), text.find("\n", end)) if i >= 0]
+                    cut = min(ahead) if ahead else len(text) - 1
+                end = cut + 1
+            ws = words(text[start:end])
+            if ws:
+                h.update(sep + " ".join(ws).encode("utf-8"))
+                sep = b" "
+            start = end
+    return h.hexdigest() if sep else None
+
+
 def text_checksum(text: str) -> str:
     return bytes_checksum(normalise(text).encode("utf-8"))

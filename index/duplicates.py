@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import fingerprints as fpr
-from .checksums import bytes_checksum, normalise
+from .checksums import bytes_checksum, words, words_checksum
 from .clusters import Changes, Clusters, UnionFind
 from .neardup import MemoryTables, SqliteTables
 from .simhash import MIN_WORDS, simhash_of_words
@@ -67,16 +67,28 @@ class Features:
     fps: np.ndarray
 
 
+# Near-duplicate features (simhash, fingerprints) read a text's first FEATURE_CHARS characters:
+# enough to tell two versions of a long manual apart, and a bound on the worker's time and memory
+# (a 20-million-character text took 4.7 s and 240 MiB of word lists). The exact key still covers
+# the whole text, read in pieces (checksums.words_checksum).
+FEATURE_CHARS = 1_000_000
+
+
 def features(text: str, boilerplate: str = "", text_sum: str | None = None,
              min_words: int = MIN_WORDS) -> Features:
     """Features of a document: ``text`` its main content, ``boilerplate`` the rest. Each text is
     normalised once; this is the costly part, so the indexer computes it in its worker processes
     (``enrich``), beside the conversion, rather than in the one writer."""
-    main = normalise(text).split()
-    everything = main + normalise(boilerplate).split() if boilerplate else main
+    main = words(text[:FEATURE_CHARS])
     # The exact key covers the whole text, as the catalog's checksum does; an empty text has no
     # key, or every empty file would be one cluster.
-    group = (text_sum or bytes_checksum(" ".join(everything).encode("utf-8"))) if everything else None
+    if text_sum is not None:
+        group: str | None = text_sum
+    elif len(text) <= FEATURE_CHARS and len(boilerplate) <= FEATURE_CHARS:
+        everything = main + words(boilerplate) if boilerplate else main
+        group = bytes_checksum(" ".join(everything).encode("utf-8")) if everything else None
+    else:
+        group = words_checksum(text, boilerplate)
     fp = simhash_of_words([w for w in main if not w.isdigit()], min_words)
     fps = fpr.fingerprints_of_words(main) if fp is not None else fpr.EMPTY
     return Features(group, fp, fps)

@@ -129,3 +129,34 @@ def test_persisted_and_rebuilt_on_new_thresholds(tmp_path):
     strict = DuplicateIndex(conn, k=8, min_similarity=0.95)
     assert strict.clusters() == [] and strict.rebuilt.changed == {2: 2}
     assert DuplicateIndex(conn, k=8, min_similarity=0.5).clusters() == [[1, 2]]
+
+
+def test_the_exact_key_of_a_long_text_is_read_in_pieces_and_the_same(monkeypatch):
+    """A text past FEATURE_CHARS has its exact key computed a piece at a time: it must be the key
+    of the whole text, wherever the pieces end (a space, a newline, a long run without either,
+    a combining mark after the cut)."""
+    import random
+
+    from deskdex.index import checksums
+    from deskdex.index.checksums import bytes_checksum, words_checksum
+
+    monkeypatch.setattr(checksums, "CHUNK_CHARS", 37)
+    rnd = random.Random(3)
+    pieces = ["word", "Straße", "e\u0301t\u00e9", "\n", " ", "x" * 120, "3.14", "ﬁle", "\u0301", "  ", "Ὀδυσσεύς"]
+    for _ in range(200):
+        text = "".join(rnd.choice(pieces) + rnd.choice([" ", "", "\n"]) for _ in range(rnd.randrange(0, 60)))
+        boiler = "".join(rnd.choice(pieces) + " " for _ in range(rnd.randrange(0, 20)))
+        whole = checksums.words(text) + checksums.words(boiler)
+        expected = bytes_checksum(" ".join(whole).encode("utf-8")) if whole else None
+        assert words_checksum(text, boiler) == expected, (text, boiler)
+
+
+def test_near_duplicate_features_read_a_bounded_head(monkeypatch):
+    from deskdex.index import duplicates
+
+    monkeypatch.setattr(duplicates, "FEATURE_CHARS", 2000)
+    head = " ".join(f"word{i} and more of the manual" for i in range(400))[:2000]
+    a = duplicates.features(head + " the first edition ends here " * 50)
+    b = duplicates.features(head + " a second edition ends otherwise " * 50)
+    assert a.fp == b.fp and list(a.fps) == list(b.fps)  # the same head: the same near features
+    assert a.group != b.group  # but not the same text: the exact key reads it all
