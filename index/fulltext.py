@@ -158,10 +158,11 @@ def name_words(name: str) -> str:
 CJK = re.compile("[%s]+" % _CJK_RANGES)
 
 
-def cjk_grams(text: str) -> tuple[str, str]:
-    """(bigrams, unigrams) of the CJK runs in ``text``, space-separated, runs kept apart by a gap."""
+def cjk_grams(*texts: str) -> tuple[str, str]:
+    """(bigrams, unigrams) of the CJK runs in ``texts``, space-separated, runs kept apart by a gap.
+    Several texts rather than one joined: a long body is not copied to be read."""
     bi, uni = [], []
-    for run in CJK.findall(text):
+    for run in (run for text in texts for run in CJK.findall(text)):
         uni.append(" ".join(run))
         if len(run) > 1:
             bi.append(" ".join(run[i:i + 2] for i in range(len(run) - 1)))
@@ -262,7 +263,7 @@ def to_fields(row: "Row", doc: "Document | None") -> tantivy.Document:
             fields["author"] = doc.meta["author"]
         if doc.meta.get("anchors"):
             fields["anchors"] = doc.meta["anchors"]
-        bi, uni = cjk_grams(doc.title + "\n" + body + "\n" + boiler)
+        bi, uni = cjk_grams(doc.title, body, boiler)
         if uni:
             fields["cjk"], fields["cjk1"] = bi, uni
     d = tantivy.Document(**fields)
