@@ -42,18 +42,29 @@ _CTX.set_forkserver_preload(["__main__", "deskdex.converters.preloaded"])
 _POOLS: "weakref.WeakSet[WorkerPool]" = weakref.WeakSet()
 
 
-def release_fork_server() -> None:
+def fork_server_idle() -> bool:
+    """A fork server runs and no pool has a worker: ``release_fork_server`` would end it."""
+    from multiprocessing import forkserver
+
+    running = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None) is not None
+    return running and not any(pool._workers for pool in _POOLS)
+
+
+def release_fork_server() -> bool:
     """End the fork server when no pool has a worker, so an idle daemon holds none of what it
     preloaded (50 MiB); the next worker starts it again. A worker's exit status comes through
     the fork server, so it must outlive every worker. multiprocessing has no public call for
-    this: without its private one (another Python), the fork server simply stays."""
-    if any(pool._workers for pool in _POOLS):
-        return
+    this: without its private one (another Python), the fork server simply stays. True when it
+    was ended."""
+    if not fork_server_idle():
+        return False
     from multiprocessing import forkserver
 
     stop = getattr(getattr(forkserver, "_forkserver", None), "_stop", None)
-    if stop is not None:
-        stop()
+    if stop is None:
+        return False
+    stop()
+    return True
 
 
 def lower_priority() -> None:

@@ -62,6 +62,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("dup_min_similarity", 0.5, "Near-duplicates: least share of word 5-gram fingerprints in common."),
     Setting("index_on_battery", False, "Keep indexing when the computer runs on battery (else wait for power)."),
     Setting("release_after", 20.0, "Quiet seconds after which the daemon ends its converters and closes the index."),
+    Setting("warm_for", 600.0, "Quiet seconds after which the daemon also ends the fork server that starts "
+                               "converters in tens of milliseconds (about 50 MiB), so a change after a short "
+                               "pause is searchable as fast as one in a burst."),
     Setting("cpu_budget", 100, "Percent of the time the daemon may spend converting (a duty cycle; 100: no pause)."),
     Setting("accounts", [], "Enterprise mode (`deskdex daemon --system`) only: the user accounts whose homes are "
                             "indexed. Empty: every regular account (uid from UID_MIN of /etc/login.defs, a home "

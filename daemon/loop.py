@@ -37,6 +37,7 @@ from typing import Any, Iterator, Sequence
 
 from deskdex import settings
 from deskdex.converters import display_path
+from deskdex.converters.isolation import fork_server_idle, release_fork_server
 from deskdex.errors import ConfigError, DeskdexError, Interrupted, StoreError, StoreUnwritable
 from deskdex.index import Collection
 from deskdex.pipeline.coalesce import Changed, Deleted, Moved, Record, Rescan
@@ -296,6 +297,8 @@ class Daemon:
         waits = []
         if self._holding():
             waits.append(max(0.1, self._last_work + float(self.cfg["release_after"]) - time.monotonic()))
+        elif fork_server_idle():
+            waits.append(max(0.1, self._last_work + float(self.cfg["warm_for"]) - time.monotonic()))
         if self._relook and not self.paused:
             waits.append(max(0.05, min(self._relook.values()) - time.monotonic()))
         if self._next_retry is not None and not self.paused:
@@ -305,8 +308,12 @@ class Daemon:
 
     def _release_if_idle(self) -> None:
         """After ``release_after`` quiet seconds: converters end, tantivy is let go (its threads
-        and caches); all come back on the next change or search. Then nothing runs at all."""
-        if not self._holding() or time.monotonic() - self._last_work < float(self.cfg["release_after"]):
+        and caches); all come back on the next change or search. After ``warm_for`` the fork server
+        the converters start from ends too. Then nothing runs at all."""
+        quiet = time.monotonic() - self._last_work
+        if not self._holding() and quiet >= float(self.cfg["warm_for"]):
+            release_fork_server()
+        if not self._holding() or quiet < float(self.cfg["release_after"]):
             return
         self.indexer.release()
         with self._write_lock:

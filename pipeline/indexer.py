@@ -20,7 +20,7 @@ from deskdex.converters import Limits, Outcome, Source, display_path, open_regul
 from deskdex.errors import TRANSIENT_REASONS, ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
 from deskdex.converters.detect import compound_extension, extension
 from deskdex.converters.document import Document
-from deskdex.converters.isolation import WorkerPool, release_fork_server
+from deskdex.converters.isolation import WorkerPool
 from deskdex.converters.registry import FORMATS_BASE, Registry
 from deskdex.converters.ocr import unavailable
 from deskdex.converters.privilege import RunAs, as_user
@@ -172,11 +172,11 @@ class Indexer:
         return self._pool.pids() if self._pool is not None else []
 
     def release(self) -> None:
-        """End the worker processes and their fork server (started again when there is work)."""
+        """End the worker processes (they are started again when there is work); their fork
+        server stays, for ``release_fork_server``."""
         if self._pool is not None:
             self._pool.close()
             self._pool = None
-            release_fork_server()
 
     @property
     def made_by(self) -> str:

@@ -205,19 +205,20 @@ def _children(pid: int) -> list[int]:
 
 
 def test_an_idle_daemon_lets_go_and_comes_back(tmp_path: Path, docs: Path):
-    d = DaemonProcess(tmp_path / "home", [docs], extra_config="release_after = 0.5\n").start()
+    d = DaemonProcess(tmp_path / "home", [docs], extra_config="release_after = 0.5\nwarm_for = 1.5\n").start()
     try:
         pid = d.call("status")["pid"]
         patience = d.patience()  # release_after is 0.5 s of the daemon's time, at idle priority
         while not patience.over() and any("tantivy" in t for t in _thread_names(pid)):
             time.sleep(0.2)
         # Quiet: no tantivy thread (one of them polls twice a second), no converter process, and
-        # no fork server holding the converters' modules (50 MiB).
+        # after warm_for no fork server holding the converters' modules (50 MiB).
         assert not any("tantivy" in t for t in _thread_names(pid)), _thread_names(pid)
-        assert not [k for k in _children(pid) if "convert" in Path(f"/proc/{k}/cmdline").read_text()]
-        deadline = time.monotonic() + 5  # the fork server ends once it has read its pipe's end
-        while time.monotonic() < deadline and _forkservers(pid):
-            time.sleep(0.1)
+        # Converters are forked by the fork server: its children (the same command line as it).
+        assert not [k for server in _forkservers(pid) for k in _children(server)]
+        patience = d.patience()
+        while not patience.over() and _forkservers(pid):
+            time.sleep(0.2)
         assert not _forkservers(pid)
         # And it all comes back for a change and a search.
         (docs / "back.txt").write_text("the narwhal returns\n")
