@@ -28,7 +28,7 @@ from typing import Mapping
 import numpy as np
 import xxhash
 
-from .simhash import words
+from .checksums import words
 
 logger = logging.getLogger(__name__)
 
