@@ -23,12 +23,15 @@ bounds the resolution: a figure is late by up to one interval plus one search. T
 - warm: half a second after the previous trial found its word (the converters are up, the index open);
 - cold: after --release-after seconds without any request (a search or a status counts as work and
   restarts the daemon's release timer, so nothing is asked meanwhile), once /proc shows that the
-  daemon's converter processes are gone. The save then pays the converters' start (a fork from the
+  daemon's converter processes are gone and that it maps no file of its index any more (tantivy
+  maps its files; a daemon starved at idle priority can take a while between the two). The save then pays the converters' start (a fork from the
   fork server, imports, models) and the index's reopening.
 
 One warm-up trial is not counted; then --trials cold and warm trials, alternating. Each trial line
 gives the latency and, from the daemon's debug log and /proc, when the daemon began applying the
-change (its watcher's delay) and, for a cold trial, when a converter process was started.
+change (its watcher's delay), when a converter process was started (cold), the CPU seconds the
+daemon and the new converters used until the word was found, and how busy the machine's CPUs were
+meanwhile: the daemon works at idle priority, so anyone else's program on the free core delays it.
 
 Prints median, p95 and max of each kind; writes them, every latency, the share of the machine's
 CPU time busy during the trials (the hogs, the daemon and anything else running), the commit
@@ -63,7 +66,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from interference import spin  # noqa: E402
 from recoll_steps import p95  # noqa: E402
-from tests.daemon_fixture import DaemonProcess  # noqa: E402
+from tests.daemon_fixture import DaemonProcess, _cpu_seconds  # noqa: E402
 
 import deskdex as deskdex_pkg  # noqa: E402
 from deskdex.clients.client import call  # noqa: E402
@@ -130,6 +133,16 @@ def cpu_ticks() -> tuple[int, int]:
     return sum(f) - f[3] - f[4], sum(f)
 
 
+def index_maps(pid: int, home: Path) -> int:
+    """Files of the daemon's tantivy index mapped in its memory: none once it has let go of the
+    index (writer and readers; tantivy maps its files rather than holding them open)."""
+    where = str(home / "data" / "tantivy")
+    try:
+        return sum(where in line for line in open(f"/proc/{pid}/maps"))
+    except OSError:
+        return 0
+
+
 def threads(pid: int) -> int:
     try:
         return len(os.listdir(f"/proc/{pid}/task"))
@@ -169,8 +182,9 @@ def git_head(where: Path) -> str | None:
     out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=where, capture_output=True, text=True)
     if out.returncode:
         return None
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=where,
-                           capture_output=True, text=True).stdout.strip()
+    # "+changes": the package differs from the commit (changes to benchmarks/ and docs/ do not count)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks",
+                            ":!docs"], cwd=where, capture_output=True, text=True).stdout.strip()
     return out.stdout.strip() + ("+changes" if dirty else "")
 
 
@@ -240,27 +254,38 @@ def main() -> int:
             if kind == "cold":
                 time.sleep(args.release_after + 0.5)  # no request meanwhile: it would restart the timer
                 deadline = time.monotonic() + args.release_after + 30
-                while workers(pid) and time.monotonic() < deadline:
+                # The daemon ends the converters first, then lets go of the index: both, or the
+                # trial would find the index still open.
+                while (workers(pid) or index_maps(pid, daemon.home)) and time.monotonic() < deadline:
                     time.sleep(0.1)
             else:
                 time.sleep(0.5)
             before = set(workers(pid))
-            nthreads = threads(pid)
+            nthreads, nmaps = threads(pid), index_maps(pid, daemon.home)
+            cpu0, ticks = _cpu_seconds(pid), cpu_ticks()
             target = targets[n % len(targets)]
             word = "zqfresh" + "".join(rnd.choices(string.ascii_lowercase, k=10))
             latency, saved, saved_boot = trial(sock, target, originals[target], word, args.poll, args.timeout)
             new = [w for w in workers(pid) if w not in before]
+            ticks1, daemon_cpu = cpu_ticks(), _cpu_seconds(pid) - cpu0
+            workers_cpu = sum(_cpu_seconds(w) for w in new)
             starts = [s for w in new if (s := started_at(w)) is not None]
             applied = applied_at(daemon.log, target, saved)
             row = {"n": n, "kind": kind, "latency": None if latency is None else round(latency, 4),
-                   "workers_before": len(before), "daemon_threads_before": nthreads,
+                   "workers_before": len(before), "index_maps_before": nmaps, "daemon_threads_before": nthreads,
                    "save_to_apply": None if applied is None else round(applied - saved, 3),
                    "save_to_worker_start": round(min(starts) - saved_boot, 3) if starts else None,
+                   # CPU seconds until found: the daemon's own (converters ended meanwhile included),
+                   # and those of the converters started for this save (their start-up and the file)
+                   "daemon_cpu": round(daemon_cpu, 2), "new_workers_cpu": round(workers_cpu, 2),
+                   "machine_busy": round((ticks1[0] - ticks[0]) / max(1, ticks1[1] - ticks[1]), 2),
                    "file": str(target.relative_to(docs))}
             rows.append(row)
             print(f"{kind:7} {'missed' if latency is None else f'{latency:6.3f} s'}  workers before {len(before)}, "
-                  f"threads {nthreads}; applying after {row['save_to_apply']} s"
-                  + (f", worker started after {row['save_to_worker_start']} s" if starts else ""), flush=True)
+                  f"index maps {nmaps}, threads {nthreads}; applying after {row['save_to_apply']} s"
+                  + (f", worker started after {row['save_to_worker_start']} s" if starts else "")
+                  + f"; CPU s daemon {row['daemon_cpu']}, new workers {row['new_workers_cpu']}; "
+                  f"machine busy {row['machine_busy']:.0%}", flush=True)
     finally:
         for h in hogs:
             if h.is_alive():
@@ -287,10 +312,15 @@ def main() -> int:
         result[kind] = {**summary(lat), "missed": len(got) - len(lat),
                         "save_to_apply_median": round(statistics.median(apply), 3) if apply else None,
                         "under_1s": sum(x <= 1.0 for x in lat)}
+        if lat:
+            result[kind]["daemon_cpu_median"] = round(statistics.median(r["daemon_cpu"] for r in got), 3)
         if kind == "cold":
             ws = [r["save_to_worker_start"] for r in got if r["save_to_worker_start"] is not None]
             result[kind]["save_to_worker_start_median"] = round(statistics.median(ws), 3) if ws else None
+            if got:
+                result[kind]["new_workers_cpu_median"] = round(statistics.median(r["new_workers_cpu"] for r in got), 3)
             result[kind]["trials_with_workers_left"] = sum(r["workers_before"] > 0 for r in got)
+            result[kind]["trials_with_index_open"] = sum(r["index_maps_before"] > 0 for r in got)
         s = result[kind]
         if lat:
             print(f"{kind}: median {s['median']:.3f} s, p95 {s['p95']:.3f} s, max {s['max']:.3f} s "
