@@ -495,11 +495,21 @@ def align(blocks: Sequence[Block], main_words: Sequence[str]) -> set[int]:
     words lie between the spans of the main blocks before and after it: "Home" or "Share" occur
     in articles too, but not at that place.
     """
-    index: dict[tuple[str, ...], list[int]] = defaultdict(list)
-    for n in (1, 2, 3):
-        for k in range(len(main_words) - n + 1):
-            index[tuple(main_words[k:k + n])].append(k)
     words = [[w.lower() for w in WORD.findall(b.text)] for b in blocks]
+    # Places in the text of every 3-gram, and of the 1- and 2-grams that are a short block's
+    # whole text (only those are looked up: indexing every one was a third of the alignment).
+    short = {tuple(ws) for ws in words if 0 < len(ws) < 3}
+    index: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for k in range(len(main_words) - 2):
+        index[tuple(main_words[k:k + 3])].append(k)
+    if short:
+        firsts = {gram[0] for gram in short}
+        for k, w in enumerate(main_words):
+            if w in firsts:
+                if (w,) in short:
+                    index[(w,)].append(k)
+                if k + 1 < len(main_words) and (w, main_words[k + 1]) in short:
+                    index[(w, main_words[k + 1])].append(k)
     spans: list[tuple[int, int, int, int]] = []  # (block, start, end, weight) of placed blocks
     for b, ws in enumerate(words):
         if len(ws) >= 3:
