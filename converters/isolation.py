@@ -117,6 +117,7 @@ def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[s
         privilege.drop_to(user)
     if limits.memory_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    start = _heap_bytes()
     conn.send(READY)
     while True:
         try:
@@ -129,12 +130,32 @@ def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[s
             outcomes = convert(source, registry, limits)
             if hook is not None:
                 hook(outcomes)  # work done here runs in parallel, not in the one writer
-            conn.send((outcomes, False))
+            # A long text leaves the heap grown (freed memory stays with the process): a fresh
+            # worker, forked in tens of milliseconds, takes over rather than hold it for good.
+            grown = _heap_bytes() > start + RECYCLE_GROWTH
+            conn.send((outcomes, grown))
+            if grown:
+                return
         except MemoryError:
             # Say this process is done: a fresh one replaces it, with no heap left fragmented.
             conn.send(([Outcome(source.uri, reason=MemoryLimit.reason,
                                 message=f"over the memory limit of {limits.memory_bytes // 2**20} MiB")], True))
             return
+
+
+# Heap growth past which a worker hands over to a fresh one after its file (see _worker_main).
+RECYCLE_GROWTH = 32 * 2**20
+
+
+def _heap_bytes() -> int:
+    """Resident memory that is not a mapped file (/proc/self/statm: resident less shared pages);
+    0 where there is no /proc."""
+    try:
+        with open("/proc/self/statm") as f:
+            fields = f.read().split()
+        return (int(fields[1]) - int(fields[2])) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 # What a worker sends once it can convert: a file's time limit starts then, not while a new

@@ -78,3 +78,33 @@ def test_a_helper_program_dies_with_its_worker_at_the_time_limit(tmp_path: Path)
         while _helpers_running() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not _helpers_running(), "the helper program outlived its killed worker"
+
+
+def test_a_worker_whose_heap_grew_hands_over_to_a_fresh_one(tmp_path: Path):
+    """After a long text the worker's heap stays grown (freed memory is not given back): it ends
+    once that file's result is sent, and a fresh worker converts the rest. Nothing is lost."""
+    big = tmp_path / "big.txt"
+    with big.open("w") as f:
+        for i in range(150_000):  # 150,000 paragraphs: as many blocks, well over 32 MiB of objects
+            f.write(f"paragraph {i} of a long text about the harbour and its {i % 97} ships\n\n")
+    small = [tmp_path / f"small{i}.txt" for i in range(4)]
+    for p in small:
+        p.write_text(f"a short note called {p.stem}")
+    workers: list[list[int]] = []
+    with WorkerPool(1, Limits(time_seconds=120), idle=False) as pool:
+        for path in [small[0], big, *small[1:]]:
+            [(_, outcomes)] = list(pool.map([Source.from_path(path)]))
+            doc = outcomes[0].document
+            assert doc is not None and path.stem in Path(doc.uri).stem, outcomes[0]
+            workers.append(pool.pids())
+    assert "paragraph 149999 " in _text_of(big)
+    before, after_big, *rest = workers
+    assert after_big == [] or after_big != before  # the one that read big.txt ended after it
+    assert all(r == rest[0] and r != before for r in rest)  # a fresh one read the rest
+
+
+def _text_of(path: Path) -> str:
+    with WorkerPool(1, Limits(time_seconds=120), idle=False) as pool:
+        [(_, outcomes)] = list(pool.map([Source.from_path(path)]))
+    assert outcomes[0].document is not None
+    return outcomes[0].document.text()
