@@ -7,6 +7,7 @@ marks the boilerplate blocks (navigation, footers, link lists), which are kept; 
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 
@@ -229,14 +230,25 @@ def _text_box(names: str) -> bool:
 def _name_hint(el: etree._Element, inherited: int) -> int:
     """-1 where the element's class names boilerplate (``content.ID_HINT`` where only its id does),
     +1 where its class or id names content; else the parent's."""
-    names = f"{el.get('class') or ''} {el.get('id') or ''} {el.get('role') or ''}".strip()
-    if not names:
+    cls, ident, role = el.get("class") or "", el.get("id") or "", el.get("role") or ""
+    if not (cls or ident or role) or (cls + ident + role).isspace():
         return inherited
-    if content.BOILER_NAMES.search(names):
-        return -1 if content.BOILER_NAMES.search(f"{el.get('class') or ''} {el.get('role') or ''}") else content.ID_HINT
-    if content.CONTENT_NAMES.search(names) or el.tag in ("article", "main"):
+    hint = _names_hint(cls, ident, role)
+    if hint is None and el.tag in ("article", "main"):
         return 1
-    return inherited
+    return inherited if hint is None else hint
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_hint(cls: str, ident: str, role: str) -> int | None:
+    """``_name_hint`` for these names, None where they say nothing. Cached: a site repeats its
+    class names on every element and page, and these are long case-blind searches."""
+    names = f"{cls} {ident} {role}".strip()
+    if content.BOILER_NAMES.search(names):
+        return -1 if content.BOILER_NAMES.search(f"{cls} {role}") else content.ID_HINT
+    if content.CONTENT_NAMES.search(names):
+        return 1
+    return None
 
 
 def _trim(runs: list[Inline]) -> None:
