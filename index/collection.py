@@ -126,6 +126,9 @@ class Collection:
             self.catalog.set_meta("schema", fulltext.SCHEMA_VERSION)
             self.catalog.commit()
             self._replay_pending()
+            # New thresholds rewrite the duplicate tables inside one savepoint: its journal, as
+            # big as the tables, goes to a file, not to memory.
+            self.catalog.journal_in_memory(False)
             self.catalog.begin()
             from .duplicates import DEFAULT_K, DEFAULT_MIN_SIMILARITY, DuplicateIndex
 
@@ -135,6 +138,7 @@ class Collection:
             if self.dups.rebuilt.docs:  # new thresholds: every cluster id may have moved
                 self._recluster(set(self.dups.rebuilt.docs))
             self.commit()
+            self.catalog.journal_in_memory(True)
         self._opened = True
 
     @classmethod
@@ -192,6 +196,7 @@ class Collection:
             self.commit()
             self._writer = None
         self._tantivy = None
+        self.catalog.release_memory()
 
     @property
     def suspended(self) -> bool:
@@ -303,15 +308,16 @@ class Collection:
         assert doc_id is not None, "put() has just written the row"
         old = self.dups.cluster_of(doc_id)
         changed: set[int] = set()
+        cluster: int | None = None
         if doc is not None and row.status == "ok":
             # Features from a worker stand for the texts: joining them here would be wasted.
-            changed = (self.dups.add(doc_id, feats=feats) if feats is not None else
-                       self.dups.add(doc_id, doc.body_text(), doc.body_text(boilerplate=True),
-                                     text_sum=row.text_sum)).docs
+            changes = (self.dups.add(doc_id, feats=feats) if feats is not None else
+                       self.dups.add(doc_id, doc.body_text(), doc.body_text(boilerplate=True), text_sum=row.text_sum))
+            changed = changes.docs
+            cluster = changes.changed.get(doc_id, old)  # not in the change set: it kept its cluster
         elif old is not None:  # with no cluster it has no duplicate rows at all (DuplicateIndex.add)
             changed = self.dups.remove(doc_id).docs
         members: dict[int, list[int]] = {}
-        cluster = self.dups.cluster_of(doc_id)
         row.cluster = self._carried(cluster, members)
         if row.cluster != written:  # put() wrote the row with ``written``: the same needs no UPDATE
             self.catalog.set_cluster(doc_id, row.cluster)
