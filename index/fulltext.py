@@ -262,9 +262,12 @@ def to_fields(row: "Row", doc: "Document | None") -> tantivy.Document:
             fields["author"] = doc.meta["author"]
         if doc.meta.get("anchors"):
             fields["anchors"] = doc.meta["anchors"]
-        bi, uni = cjk_grams(doc.title + "\n" + body + "\n" + boiler)
-        if uni:
-            fields["cjk"], fields["cjk1"] = bi, uni
+        # str.isascii() is O(1) in CPython: most texts skip the join and the scan, which find
+        # no CJK in ASCII.
+        if not (doc.title.isascii() and body.isascii() and boiler.isascii()):
+            bi, uni = cjk_grams(doc.title + "\n" + body + "\n" + boiler)
+            if uni:
+                fields["cjk"], fields["cjk1"] = bi, uni
     d = tantivy.Document(**fields)
     if row.source == "files" and row.path:
         folder = os.path.dirname(row.path)

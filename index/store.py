@@ -16,6 +16,7 @@ program StoreLocked, and so on.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import sqlite3
 import time
@@ -104,6 +105,11 @@ COLUMNS = tuple(f.name for f in fields(Row))
 # Columns a catalog made by an earlier deskdex lacks: how to add them (Catalog._migrate), and the
 # value a reader takes for them meanwhile.
 ADDED = {"attempts": ("INTEGER NOT NULL DEFAULT 0", "0"), "retry_at": ("REAL", "NULL"), "lang": ("TEXT", "NULL")}
+
+# Built once: every put() runs the same text, with a row's values in COLUMNS order.
+_PUT = (f"INSERT INTO docs({','.join(COLUMNS)}) VALUES({','.join('?' * len(COLUMNS))}) ON CONFLICT(uri) DO UPDATE SET "
+        + ",".join(f"{c}=excluded.{c}" for c in COLUMNS if c != "uri"))
+_values = operator.attrgetter(*COLUMNS)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -275,13 +281,7 @@ class Catalog:
     def put(self, row: Row) -> None:
         self.begin()
         row.indexed_at = time.time()
-        cols = ",".join(COLUMNS)
-        marks = ",".join("?" * len(COLUMNS))
-        updates = ",".join(f"{c}=excluded.{c}" for c in COLUMNS if c != "uri")
-        self.db.execute(
-            f"INSERT INTO docs({cols}) VALUES({marks}) ON CONFLICT(uri) DO UPDATE SET {updates}",
-            tuple(getattr(row, c) for c in COLUMNS),
-        )
+        self.db.execute(_PUT, _values(row))
         self.db.execute("INSERT OR IGNORE INTO pending(uri) VALUES(?)", (row.uri,))
 
     def doc_id(self, uri: str) -> int | None:
