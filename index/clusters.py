@@ -77,9 +77,10 @@ class Clusters:
         q = "SELECT b FROM dup_edges WHERE a=? UNION SELECT a FROM dup_edges WHERE b=?"
         return sorted(r[0] for r in self.db.execute(q, (doc, doc)))
 
-    def add(self, doc: int, neighbours: Iterable[int], group: str | None = None) -> Changes:
-        """Add ``doc`` with its near-duplicate ``neighbours`` and its exact-copy ``group``."""
-        changes = self.remove(doc) if self.cluster_of(doc) is not None else {}
+    def add(self, doc: int, neighbours: Iterable[int], group: str | None = None, fresh: bool = False) -> Changes:
+        """Add ``doc`` with its near-duplicate ``neighbours`` and its exact-copy ``group``;
+        ``fresh``: the caller knows ``doc`` is not here (nothing to look up and remove first)."""
+        changes = self.remove(doc) if not fresh and self.cluster_of(doc) is not None else {}
         touched = set()
         for n in set(neighbours) - {doc}:
             c = self.cluster_of(n)

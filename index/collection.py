@@ -126,6 +126,9 @@ class Collection:
             self.catalog.set_meta("schema", fulltext.SCHEMA_VERSION)
             self.catalog.commit()
             self._replay_pending()
+            # New thresholds rewrite the duplicate tables inside one savepoint: its journal, as
+            # big as the tables, goes to a file, not to memory.
+            self.catalog.journal_in_memory(False)
             self.catalog.begin()
             from .duplicates import DEFAULT_K, DEFAULT_MIN_SIMILARITY, DuplicateIndex
 
@@ -135,6 +138,7 @@ class Collection:
             if self.dups.rebuilt.docs:  # new thresholds: every cluster id may have moved
                 self._recluster(set(self.dups.rebuilt.docs))
             self.commit()
+            self.catalog.journal_in_memory(True)
         self._opened = True
 
     @classmethod
@@ -192,6 +196,7 @@ class Collection:
             self.commit()
             self._writer = None
         self._tantivy = None
+        self.catalog.release_memory()
 
     @property
     def suspended(self) -> bool:
@@ -297,20 +302,28 @@ class Collection:
 
     def _store(self, row: Row, doc: Document | None, feats: Features | None = None) -> None:
         """Catalog row, duplicate clusters and tantivy entry for one document."""
+        written = row.cluster
         self.catalog.put(row)
         doc_id = self.catalog.doc_id(row.uri)
         assert doc_id is not None, "put() has just written the row"
-        touched = {doc_id}
-        before = {c for c in (self.dups.cluster_of(doc_id),) if c is not None}
+        old = self.dups.cluster_of(doc_id)
+        changed: set[int] = set()
+        cluster: int | None = None
         if doc is not None and row.status == "ok":
-            changes = self.dups.add(doc_id, doc.body_text(), doc.body_text(boilerplate=True), text_sum=row.text_sum,
-                                    feats=feats)
-        else:
-            changes = self.dups.remove(doc_id)
-        row.cluster = self._cluster_value(doc_id)
-        self.catalog.set_cluster(doc_id, row.cluster)
+            # Features from a worker stand for the texts: joining them here would be wasted.
+            changes = (self.dups.add(doc_id, feats=feats) if feats is not None else
+                       self.dups.add(doc_id, doc.body_text(), doc.body_text(boilerplate=True), text_sum=row.text_sum))
+            changed = changes.docs
+            cluster = changes.changed.get(doc_id, old)  # not in the change set: it kept its cluster
+        elif old is not None:  # with no cluster it has no duplicate rows at all (DuplicateIndex.add)
+            changed = self.dups.remove(doc_id).docs
+        members: dict[int, list[int]] = {}
+        row.cluster = self._carried(cluster, members)
+        if row.cluster != written:  # put() wrote the row with ``written``: the same needs no UPDATE
+            self.catalog.set_cluster(doc_id, row.cluster)
         self._index(row, doc)
-        self._recluster(set(changes.docs) | touched, before, skip=doc_id)
+        self._recluster(changed | {doc_id}, {old} if old is not None else set(), skip=doc_id,
+                        known={doc_id: cluster}, members=members)
 
     @staticmethod
     def reusable(row: Row, same: Row) -> bool:
@@ -391,25 +404,40 @@ class Collection:
         return self.catalog.scheduled_retries(under)
 
     # -- duplicate clusters -----------------------------------------------------------------
-    def _cluster_value(self, doc_id: int) -> int | None:
-        """The cluster id a document carries: its cluster's, when that holds two or more documents."""
-        c = self.dups.cluster_of(doc_id)
-        return c if c is not None and len(self.dups.clusters_.members(c)) > 1 else None
+    def _carried(self, cluster: int | None, members: dict[int, list[int]]) -> int | None:
+        """The cluster id a document of ``cluster`` carries: ``cluster``, when it holds two or more
+        documents. ``members``: the clusters' members read so far by one change, so that a
+        change reads each cluster once (cluster ids do not move while it updates the rows)."""
+        if cluster is None:
+            return None
+        if cluster not in members:
+            members[cluster] = self.dups.clusters_.members(cluster)
+        return cluster if len(members[cluster]) > 1 else None
 
     def _recluster(self, docs: set[int], clusters_before: AbstractSet[int] = frozenset(),
-                   skip: int | None = None) -> None:
+                   skip: int | None = None, known: dict[int, int | None] | None = None,
+                   members: dict[int, list[int]] | None = None) -> None:
         """Bring the cluster id of ``docs`` (and of every member of their clusters, before and
-        after) up to date in the catalog and in tantivy."""
+        after) up to date in the catalog and in tantivy. ``known``: clusters of some of ``docs``,
+        and ``members``, as ``_carried`` keeps them, read already by the caller."""
+        members = {} if members is None else members
+        cluster_of = dict(known or {})
+        for d in docs:
+            if d not in cluster_of:
+                cluster_of[d] = self.dups.cluster_of(d)
         check = set(docs)
-        for c in set(clusters_before) | {c for d in docs if (c := self.dups.cluster_of(d)) is not None}:
-            check.update(self.dups.clusters_.members(c))
+        for c in set(clusters_before) | {c for d in docs if (c := cluster_of[d]) is not None}:
+            self._carried(c, members)
+            for m in members[c]:  # a member's cluster is the one it was read as a member of
+                cluster_of[m] = c
+            check.update(members[c])
         if skip is not None:
             check.discard(skip)
         for d in check:
             row = self.catalog.row_by_id(d)
             if row is None:
                 continue
-            value = self._cluster_value(d)
+            value = self._carried(cluster_of[d], members)
             if row.cluster != value:
                 row.cluster = value
                 self.catalog.set_cluster(d, value)

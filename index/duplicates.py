@@ -12,6 +12,7 @@ there is one (wrap a batch of ``add`` calls in one transaction: much faster than
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 from dataclasses import dataclass, field
@@ -147,13 +148,17 @@ class DuplicateIndex:
         group, fp, fps = self._features(text, boilerplate, text_sum) if feats is None else (feats.group, feats.fp,
                                                                                            feats.fps)
         with atomic(self.db):
-            self.tables.remove(doc_id)
-            self.db.execute("DELETE FROM dup_docs WHERE doc=?", (doc_id,))
+            # Every method writes a document's dup_docs, simhash and cluster rows together: with
+            # no dup_docs row it has none of the others, and a new document (nearly every one
+            # while indexing) skips looking them up to remove them.
+            fresh = self.db.execute("DELETE FROM dup_docs WHERE doc=?", (doc_id,)).rowcount == 0
+            if not fresh:
+                self.tables.remove(doc_id)
             near = [d for d, _ in self._confirm(fp, fps, exclude=doc_id)]
             self.db.execute("INSERT INTO dup_docs VALUES(?,?,?)", (doc_id, group, fpr.to_blob(fps)))
             if fp is not None:
-                self.tables.add(doc_id, fp)
-            return ChangeSet.of(self.clusters_.add(doc_id, near, group))
+                self.tables.add(doc_id, fp, fresh=True)
+            return ChangeSet.of(self.clusters_.add(doc_id, near, group, fresh=fresh))
 
     def remove(self, doc_id: int) -> ChangeSet:
         with atomic(self.db):
@@ -200,12 +205,15 @@ class DuplicateIndex:
         """Simhash candidates within k whose fingerprint similarity reaches the threshold."""
         if fp is None:
             return []
+        found = [d for d, _ in self.tables.search(fp, per_table=MAX_CANDIDATES)[:MAX_CANDIDATES] if d != exclude]
+        if not found:
+            return []
+        # One query for all the candidates' fingerprints, its text the same whatever their number.
+        blobs = dict(self.db.execute("SELECT doc, fps FROM dup_docs WHERE doc IN (SELECT value FROM json_each(?))",
+                                     (json.dumps(found),)))
         out = []
-        for other, _dist in self.tables.search(fp, per_table=MAX_CANDIDATES)[:MAX_CANDIDATES]:
-            if other == exclude:
-                continue
-            row = self.db.execute("SELECT fps FROM dup_docs WHERE doc=?", (other,)).fetchone()
-            sim = fpr.similarity(fps, fpr.from_blob(row[0] if row else None))
+        for other in found:
+            sim = fpr.similarity(fps, fpr.from_blob(blobs.get(other)))
             if sim >= self.min_similarity:
                 out.append((other, sim))
         return out

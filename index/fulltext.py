@@ -263,9 +263,11 @@ def to_fields(row: "Row", doc: "Document | None") -> tantivy.Document:
             fields["author"] = doc.meta["author"]
         if doc.meta.get("anchors"):
             fields["anchors"] = doc.meta["anchors"]
-        bi, uni = cjk_grams(doc.title, body, boiler)
-        if uni:
-            fields["cjk"], fields["cjk1"] = bi, uni
+        # str.isascii() is O(1) in CPython: most texts skip the scan, which finds no CJK in ASCII.
+        if not (doc.title.isascii() and body.isascii() and boiler.isascii()):
+            bi, uni = cjk_grams(doc.title, body, boiler)
+            if uni:
+                fields["cjk"], fields["cjk1"] = bi, uni
     d = tantivy.Document(**fields)
     if row.source == "files" and row.path:
         folder = os.path.dirname(row.path)

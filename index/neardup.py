@@ -30,6 +30,9 @@ from .sqlutil import create
 
 logger = logging.getLogger(__name__)
 
+TABLES_PER_STATEMENT = 100
+_SIGN = 1 << (BITS - 1)
+
 
 def default_blocks(k: int) -> int:
     """b = k + 3: keys of three blocks (~32 bits for k = 3, as in the paper's 20-table setup),
@@ -73,22 +76,51 @@ class SqliteTables:
             conn.executemany("INSERT INTO dup_keys VALUES(?,?,?)",
                              (r for doc, fp in fps for r in self._rows(doc, to_unsigned(fp))))
         conn.execute("INSERT OR REPLACE INTO dup_meta VALUES('tables', ?)", (layout,))
+        self._statements()
 
     @classmethod
     def read_only(cls, conn: sqlite3.Connection, k: int, blocks: int) -> SqliteTables:
         """The tables for searching over a read-only connection: nothing is created or changed."""
         view = cls.__new__(cls)
         view.db, view.k, view.masks = conn, k, table_masks(k, blocks)
+        view._statements()
         return view
+
+    def _statements(self) -> None:
+        """One statement for a run of tables where there were one per table: the writer adds and
+        searches once per document, and each statement costs a round trip through Python and
+        sqlite3 besides SQLite's own work. Constant texts (the table numbers written in, the
+        values bound), so sqlite3 prepares each once. ?1 is the document (add) or the per-table
+        LIMIT (search, -1 for none), ?2.. the keys of the run's tables in order. A run is at most
+        TABLES_PER_STATEMENT tables, under SQLite's limits on a statement's compound terms (500)
+        and parameters (999 before 3.32) whatever k is."""
+        self._runs: list[tuple[range, str, str]] = []
+        for start in range(0, len(self.masks), TABLES_PER_STATEMENT):
+            run = range(start, min(start + TABLES_PER_STATEMENT, len(self.masks)))
+            insert = "INSERT INTO dup_keys VALUES" + ",".join(f"({t},?{i + 2},?1)" for i, t in enumerate(run))
+            # Each table keeps its own LIMIT (a subquery: a LIMIT after UNION ALL would cap them
+            # all together) and reads its rows in doc order, the primary key's.
+            search = " UNION ALL ".join(
+                "SELECT * FROM (SELECT k.doc, s.fp FROM dup_keys k JOIN dup_simhash s ON s.doc = k.doc "
+                f"WHERE k.t={t} AND k.key=?{i + 2} ORDER BY k.doc LIMIT ?1)" for i, t in enumerate(run))
+            self._runs.append((run, insert, search))
+
+    def _keys(self, fp: int, run: range) -> list[int]:
+        # to_signed without a call per table: (x ^ 2^63) - 2^63 is x as a signed 64-bit integer.
+        return [((fp & m) ^ _SIGN) - _SIGN for m in self.masks[run.start:run.stop]]
 
     def _rows(self, doc: int, fp: int) -> Iterator[tuple[int, int, int]]:
         for t, m in enumerate(self.masks):
             yield t, to_signed(fp & m), doc
 
-    def add(self, doc: int, fp: int) -> None:
-        self.remove(doc)
+    def add(self, doc: int, fp: int, fresh: bool = False) -> None:
+        """Add or replace ``doc``; ``fresh``: the caller knows it has no rows here, so there is
+        nothing to look up and remove first."""
+        if not fresh:
+            self.remove(doc)
         self.db.execute("INSERT INTO dup_simhash VALUES(?,?)", (doc, to_signed(fp)))
-        self.db.executemany("INSERT INTO dup_keys VALUES(?,?,?)", self._rows(doc, fp))
+        for run, insert, _ in self._runs:
+            self.db.execute(insert, (doc, *self._keys(fp, run)))
 
     def remove(self, doc: int) -> None:
         row = self.db.execute("SELECT fp FROM dup_simhash WHERE doc=?", (doc,)).fetchone()
@@ -109,10 +141,9 @@ class SqliteTables:
         thousands of documents share a key (a collection of near-identical texts), where reading
         them all on every add would make indexing quadratic."""
         found: dict[int, int] = {}
-        q = ("SELECT k.doc, s.fp FROM dup_keys k JOIN dup_simhash s ON s.doc = k.doc "
-             "WHERE k.t=? AND k.key=?" + (f" LIMIT {int(per_table)}" if per_table else ""))
-        for t, m in enumerate(self.masks):
-            for doc, other in self.db.execute(q, (t, to_signed(fp & m))):
+        limit = int(per_table) if per_table else -1
+        for run, _, search in self._runs:
+            for doc, other in self.db.execute(search, (limit, *self._keys(fp, run))):
                 if doc not in found:
                     d = distance(fp, to_unsigned(other))
                     if d <= self.k:

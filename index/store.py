@@ -16,6 +16,7 @@ program StoreLocked, and so on.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import sqlite3
 import time
@@ -33,6 +34,8 @@ from .storeerrors import from_sqlite, translated
 # StoreLocked. Short: the daemon's main thread waits here and must still stop on SIGTERM within
 # seconds; it waits out a longer hold itself, with back-off (daemon/loop.py).
 WRITER_WAIT = 2.0
+# The writer's page cache, in KiB (SQLite's default is 2 MiB).
+WRITER_CACHE_KIB = 16384
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs(
@@ -102,6 +105,11 @@ COLUMNS = tuple(f.name for f in fields(Row))
 # Columns a catalog made by an earlier deskdex lacks: how to add them (Catalog._migrate), and the
 # value a reader takes for them meanwhile.
 ADDED = {"attempts": ("INTEGER NOT NULL DEFAULT 0", "0"), "retry_at": ("REAL", "NULL"), "lang": ("TEXT", "NULL")}
+
+# Built once: every put() runs the same text, with a row's values in COLUMNS order.
+_PUT = (f"INSERT INTO docs({','.join(COLUMNS)}) VALUES({','.join('?' * len(COLUMNS))}) ON CONFLICT(uri) DO UPDATE SET "
+        + ",".join(f"{c}=excluded.{c}" for c in COLUMNS if c != "uri"))
+_values = operator.attrgetter(*COLUMNS)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -186,6 +194,12 @@ class Catalog:
             try:
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute("PRAGMA synchronous=NORMAL")
+                # Each document added touches a page of every simhash table (index/neardup.py),
+                # at random, besides the catalog's own: with SQLite's default 2 MiB cache those
+                # pages are read again and again, and spilled mid-transaction. Given back when the
+                # daemon is idle (``release_memory``).
+                self.db.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+                self.journal_in_memory(True)
                 self._migrate()
                 self.db.executescript(SCHEMA)
             except BaseException:
@@ -228,6 +242,22 @@ class Catalog:
         finally:
             self.db.close()
 
+    def journal_in_memory(self, on: bool) -> None:
+        """Whether the transactions begun from now on keep their savepoint journal in memory.
+
+        Every duplicate-table update runs in a SAVEPOINT (index/sqlutil.py), which journals the
+        first change to each page; past 64 KiB (one document's add is ~40 pages) SQLite spills
+        that journal to a temporary file, a write per page. In memory it costs about as much as
+        the pages it holds, freed at the savepoint's end, except in a transaction that rewrites
+        a whole table inside one savepoint (the duplicate tables rebuilt for new thresholds):
+        that one turns it off (``Collection._open``). Outside a transaction only: SQLite reads it
+        when one begins."""
+        self.db.execute(f"PRAGMA temp_store={'MEMORY' if on else 'DEFAULT'}")
+
+    def release_memory(self) -> None:
+        """Give back the page cache (an idle daemon's); it fills again with use."""
+        self.db.execute("PRAGMA shrink_memory")
+
     # -- transactions ------------------------------------------------------------------------
     # SQLite's own word on whether a transaction is open: after some errors (a full disk) it has
     # rolled the transaction back itself.
@@ -251,13 +281,7 @@ class Catalog:
     def put(self, row: Row) -> None:
         self.begin()
         row.indexed_at = time.time()
-        cols = ",".join(COLUMNS)
-        marks = ",".join("?" * len(COLUMNS))
-        updates = ",".join(f"{c}=excluded.{c}" for c in COLUMNS if c != "uri")
-        self.db.execute(
-            f"INSERT INTO docs({cols}) VALUES({marks}) ON CONFLICT(uri) DO UPDATE SET {updates}",
-            tuple(getattr(row, c) for c in COLUMNS),
-        )
+        self.db.execute(_PUT, _values(row))
         self.db.execute("INSERT OR IGNORE INTO pending(uri) VALUES(?)", (row.uri,))
 
     def doc_id(self, uri: str) -> int | None:
@@ -370,7 +394,10 @@ class Catalog:
     def collect_garbage(self) -> int:
         """Drop texts no document refers to any more (indexes must not only grow)."""
         self.begin()
-        cur = self.db.execute("DELETE FROM texts WHERE key NOT IN (SELECT blob FROM docs WHERE blob IS NOT NULL)")
+        # NOT EXISTS probes docs' blob index; NOT IN would first copy every blob into a temporary
+        # table, which the writer keeps in memory (``journal_in_memory``).
+        cur = self.db.execute("DELETE FROM texts WHERE NOT EXISTS "
+                              "(SELECT 1 FROM docs WHERE docs.blob = texts.key)")
         return cur.rowcount
 
     # -- pending -----------------------------------------------------------------------------

@@ -100,3 +100,45 @@ def test_sqlite_tables_rebuild_when_k_changes(tmp_path):
         t.add(i, f)
     t4 = SqliteTables(conn, 4)
     assert t4.pairs() == brute_pairs(fps, 4)
+
+
+def brute_search(fps: dict[int, int], q: int, k: int, per_table: int | None) -> list[tuple[int, int]]:
+    """What ``SqliteTables.search`` promises, by a scan: per table the first ``per_table`` docs
+    (by id) sharing the query's key, those within k, nearest first."""
+    found = set()
+    for m in table_masks(k):
+        same = sorted(d for d, f in fps.items() if f & m == q & m)
+        found.update(same[:per_table] if per_table else same)
+    near = [(d, (fps[d] ^ q).bit_count()) for d in found]
+    return sorted(((d, dist) for d, dist in near if dist <= k), key=lambda x: (x[1], x[0]))
+
+
+@pytest.mark.parametrize("k, per_table, run", [(3, None, 100), (4, None, 100), (4, 5, 100), (4, 5, 7), (3, 1, 6)])
+def test_sqlite_search_equals_brute_force_with_and_without_cap(tmp_path, monkeypatch, k, per_table, run):
+    """Random fingerprints plus crowds of near-copies (more than ``per_table`` share a key, so the
+    cap cuts), searched in one statement per run of ``run`` tables."""
+    monkeypatch.setattr("deskdex.index.neardup.TABLES_PER_STATEMENT", run)
+    rng = np.random.default_rng(k * 100 + (per_table or 0) + run)
+    fps = {i: int(f) for i, f in enumerate(rng.integers(0, 2**64, size=1500, dtype=np.uint64).tolist())}
+    doc = len(fps)
+    for base in list(fps.values())[:12]:
+        for _ in range(int(rng.integers(3, 30))):
+            f = base
+            for b in rng.choice(64, int(rng.integers(0, k + 3)), replace=False).tolist():
+                f ^= 1 << b
+            fps[doc] = f
+            doc += 1
+    ids = list(fps)
+    rng.shuffle(ids)  # doc ids are not in insertion order: the cap keeps the lowest ids all the same
+    conn = sqlite3.connect(tmp_path / "c.db")
+    t = SqliteTables(conn, k)
+    assert len(t._runs) == -(-len(t.masks) // run)
+    with conn:
+        for d in ids:
+            t.add(d, fps[d], fresh=d % 2 == 0)
+    queries = list(fps.values())[:40] + [int(f) for f in rng.integers(0, 2**64, size=20, dtype=np.uint64).tolist()]
+    for q in queries:
+        assert t.search(q, per_table=per_table) == brute_search(fps, q, k, per_table)
+    # A read-only view searches the same way.
+    view = SqliteTables.read_only(conn, k, k + 3)
+    assert view.search(queries[0], per_table=per_table) == brute_search(fps, queries[0], k, per_table)
