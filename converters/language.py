@@ -30,9 +30,9 @@ import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 if TYPE_CHECKING:
+    import numpy as np
+
     from .document import Document
 
 logger = logging.getLogger(__name__)
@@ -73,6 +73,7 @@ class _Model:
         """The distinct labels, in the order of their first column, and the 0/1 matrix that sums
         a label's columns: the model has some twice (``srl`` and ``sr``), and py3langid adds their
         probabilities."""
+        import numpy as np  # on first use: `deskdex search` imports this module, not numpy
         names = tuple(dict.fromkeys(self.classes))
         fold = np.zeros((len(self.classes), len(names)), dtype=np.float32)
         fold[np.arange(len(self.classes)), [names.index(c) for c in self.classes]] = 1.0
@@ -84,6 +85,7 @@ _ARRAYS = ("nextmove", "rowbase", "output", "ptc", "pc")
 
 def _unpacked() -> _Model:
     """The model from py3langid's own file (0.7 s, 75 MiB while it runs)."""
+    import numpy as np
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
     ident = LanguageIdentifier.from_model_file(MODEL_FILE)
@@ -116,6 +118,7 @@ def _cache_dir() -> str:
 def _write(model: _Model, folder: str) -> None:
     """Write the arrays beside each other and move the folder into place at once: a reader
     never sees half of it, and two processes writing it at the same time both succeed."""
+    import numpy as np
     parent = os.path.dirname(folder)
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".langid-", dir=parent)
@@ -137,6 +140,7 @@ def _write(model: _Model, folder: str) -> None:
 def _model() -> _Model:
     """The model mapped from its cache (unpacked there on first use); in memory when the cache
     cannot be written (a read-only home)."""
+    import numpy as np
     try:
         folder = _cache_dir()
         if not os.path.isfile(os.path.join(folder, "model.json")):
@@ -156,6 +160,7 @@ def _states(m: _Model, data: np.ndarray) -> np.ndarray:
     """The automaton's state after each byte, all positions at once: the state after byte i is
     the walk from the root over bytes i - depth + 1 .. i, so ``depth`` steps over every position
     give what a walk over the whole text gives."""
+    import numpy as np
     n = len(data)
     state = np.zeros(n, dtype=np.uint32)
     for k in range(min(m.depth, n) - 1, -1, -1):
@@ -166,6 +171,7 @@ def _states(m: _Model, data: np.ndarray) -> np.ndarray:
 def classify(text: str) -> tuple[str, float]:
     """(language, probability) for ``text`` as py3langid's ``classify`` with normalised
     probabilities tells them."""
+    import numpy as np
     m = _model()
     if text.isupper():
         text = text.lower()
