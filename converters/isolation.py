@@ -22,6 +22,7 @@ import time
 import weakref
 from collections import deque
 from dataclasses import dataclass, field
+from multiprocessing import forkserver
 from multiprocessing.connection import Connection, wait
 from typing import Iterable, Iterator
 
@@ -36,16 +37,15 @@ from .source import Source
 logger = logging.getLogger(__name__)
 
 _CTX = mp.get_context("forkserver")
-# The fork server imports what every worker needs (preloaded.py) before it forks any: a worker
-# forked from it converts at once, and shares those pages with the other workers.
-_CTX.set_forkserver_preload(["__main__", "deskdex.converters.preloaded"])
+# The fork server imports what every worker needs (preloaded.py, and the pool's ``enrich`` hook:
+# see _preload) before it forks any: a worker forked from it converts at once, and shares those
+# pages with the other workers.
+PRELOAD = ["__main__", "deskdex.converters.preloaded"]
 _POOLS: "weakref.WeakSet[WorkerPool]" = weakref.WeakSet()
 
 
 def fork_server_idle() -> bool:
     """A fork server runs and no pool has a worker: ``release_fork_server`` would end it."""
-    from multiprocessing import forkserver
-
     running = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None) is not None
     return running and not any(pool._workers for pool in _POOLS)
 
@@ -58,8 +58,6 @@ def release_fork_server() -> bool:
     was ended."""
     if not fork_server_idle():
         return False
-    from multiprocessing import forkserver
-
     stop = getattr(getattr(forkserver, "_forkserver", None), "_stop", None)
     if stop is None:
         return False
@@ -208,6 +206,9 @@ class WorkerPool:
         return [w.process.pid for w in self._workers if w.process.pid is not None]
 
     def _spawn(self, user: RunAs | None) -> _Worker:
+        # Read when a fork server starts (none runs yet, or it was released): it preloads this
+        # pool's hook too, a module the caller names, as converters import nothing above them.
+        _CTX.set_forkserver_preload(PRELOAD + ([self.enrich.partition(":")[0]] if self.enrich else []))
         parent, child = _CTX.Pipe()
         p = _CTX.Process(target=_worker_main, args=(child, self.limits, self.idle, self.overrides, self.enrich, user),
                          daemon=True, name="deskdex-convert")

@@ -17,8 +17,6 @@ try:
     import lxml.html  # noqa: F401
     import trafilatura  # noqa: F401
 
-    from deskdex.index import duplicates  # noqa: F401  (the workers' enrich hook)
-
     from . import content, convert, html, language, markup, plaintext, registry  # noqa: F401
 
     content._extractor(fast=True)

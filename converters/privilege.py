@@ -150,7 +150,7 @@ LAZY_IMPORTS = (
     # system's tessdata folder, which every account may read.
     "tesserocr",
     # The language of each text (language.py) and the main content of web pages (content.py).
-    "py3langid.langid", "trafilatura", "trafilatura.settings", "platformdirs", "lxml.html",
+    "py3langid.langid", "trafilatura", "trafilatura.settings", "platformdirs", "numpy", "lxml.html",
 )
 # What _warm_up converts: enough letters to be told a language, and a page short enough for
 # trafilatura to ask its fallbacks too.

@@ -16,12 +16,10 @@ import os
 import threading
 from typing import Iterable
 
-import pathspec
-
 from deskdex.converters.source import display_path, open_regular
 from deskdex.errors import UnreadableFile
 
-from .scan import Excluder
+from .scan import Excluder, Spec
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +33,7 @@ class Rules:
     def __init__(self, root: str, patterns: Iterable[str] = ()) -> None:
         self.root = os.path.abspath(root)
         self.base = Excluder(patterns)
-        self._specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
+        self._specs: dict[str, Spec | None] = {}
         self._lock = threading.Lock()  # the watcher's thread and a scan may ask at once
 
     def excluded(self, rel: str, is_dir: bool) -> bool:
@@ -43,7 +41,7 @@ class Rules:
         rel = rel.replace(os.sep, "/")
         if rel in ("", "."):
             return False
-        verdict = self.base.spec.check_file(rel + "/" if is_dir else rel).include
+        verdict = self.base.spec.check_file(rel + "/" if is_dir else rel)
         parts = rel.split("/")
         # Ignore files in the root and in every folder above the path, shallowest first.
         for depth in range(len(parts)):
@@ -52,7 +50,7 @@ class Rules:
             if spec is None:
                 continue
             sub = "/".join(parts[depth:])
-            include = spec.check_file(sub + "/" if is_dir else sub).include
+            include = spec.check_file(sub + "/" if is_dir else sub)
             if include is not None:
                 verdict = include
         return bool(verdict)
@@ -72,7 +70,7 @@ class Rules:
             else:
                 self._specs.pop(os.path.abspath(folder), None)
 
-    def _spec(self, folder: str) -> pathspec.GitIgnoreSpec | None:
+    def _spec(self, folder: str) -> Spec | None:
         with self._lock:
             if folder in self._specs:
                 return self._specs[folder]
@@ -86,7 +84,7 @@ class Rules:
 MAX_IGNORE_BYTES = 1 << 20
 
 
-def load(folder: str) -> pathspec.GitIgnoreSpec | None:
+def load(folder: str) -> Spec | None:
     """The patterns of ``folder/.deskdexignore``, or None when there is none (or it is unreadable)."""
     path = os.path.join(folder, IGNORE_FILE)
     if not os.path.lexists(path):
@@ -99,4 +97,4 @@ def load(folder: str) -> pathspec.GitIgnoreSpec | None:
         logger.warning("cannot read %s: %s", display_path(path), exc)
         return None
     lines = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
-    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+    return Spec(lines) if lines else None

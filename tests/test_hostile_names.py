@@ -265,3 +265,19 @@ def test_a_folder_name_that_is_not_utf8_cannot_be_kept_in_the_config_and_says_wh
                        env=dict(os.environ, DESKDEX_HOME=str(cli.home)), timeout=120)
     assert p.returncode != 0 and "not valid UTF-8" in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert cli.run("watch", "list").stdout.strip() != "", "the config file is still readable"
+
+
+def test_exclude_patterns_match_names_that_are_not_utf8(tmp_path):
+    """Patterns are matched by re2, which takes only UTF-8: a name whose bytes are not (kept as
+    surrogates) must be matched all the same, by the same rules, never raise."""
+    from deskdex.pipeline.ignore import Rules
+    from deskdex.pipeline.scan import Excluder
+
+    ex = Excluder(["private-*/"])
+    assert ex.excluded("caf\udce9.tmp", False) and ex.excluded("notes/.caf\udce9", False)
+    assert not ex.excluded("caf\udce9.txt", False) and not ex.excluded("caf\udce9", True)
+    assert ex.excluded("private-caf\udce9", True) and ex.excluded("node_modules", True)
+    (tmp_path / ".deskdexignore").write_text("*.draft\n!keep*.draft\n")
+    rules = Rules(str(tmp_path))
+    assert rules.excluded("caf\udce9.draft", False) and not rules.excluded("keep-caf\udce9.draft", False)
+    assert not rules.excluded("caf\udce9.md", False)
