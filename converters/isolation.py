@@ -38,8 +38,8 @@ logger = logging.getLogger(__name__)
 
 _CTX = mp.get_context("forkserver")
 # The fork server imports what every worker needs (preloaded.py, and the pool's ``enrich`` hook:
-# see _preload) before it forks any: a worker forked from it converts at once, and shares those
-# pages with the other workers.
+# see WorkerPool._spawn) before it forks any: a worker forked from it converts at once, and shares
+# those pages with the other workers.
 PRELOAD = ["__main__", "deskdex.converters.preloaded"]
 _POOLS: "weakref.WeakSet[WorkerPool]" = weakref.WeakSet()
 
