@@ -313,7 +313,8 @@ def library_text(root: HtmlElement, enough: float = LIBRARY_SECOND_OPINION) -> s
         # Comments are left out of the main text as the labelled pages leave them out; they stay
         # searchable as boilerplate. ``fast`` skips its second opinions (readability, jusText):
         # the same F1 on the labelled pages in 60 % of the time. A short text is where they
-        # count (a short page's footer kept, its paragraphs lost), and there they cost little.
+        # count (a short page's footer kept, its paragraphs lost); on a folder of small pages
+        # they are still 15 % of the workers' time (docs/benchmarks.md, "Issue 18: after").
         text = trafilatura.extract(root, options=_extractor(fast=True)) or ""
         if count_words(text) < enough:
             text = trafilatura.extract(root, options=_extractor(fast=False)) or ""

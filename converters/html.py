@@ -231,7 +231,7 @@ def _name_hint(el: etree._Element, inherited: int) -> int:
     """-1 where the element's class names boilerplate (``content.ID_HINT`` where only its id does),
     +1 where its class or id names content; else the parent's."""
     cls, ident, role = el.get("class") or "", el.get("id") or "", el.get("role") or ""
-    if not (cls or ident or role) or (cls + ident + role).isspace():
+    if not (cls + ident + role).strip():
         return inherited
     hint = _names_hint(cls, ident, role)
     if hint is None and el.tag in ("article", "main"):

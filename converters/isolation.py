@@ -44,9 +44,14 @@ PRELOAD = ["__main__", "deskdex.converters.preloaded"]
 _POOLS: "weakref.WeakSet[WorkerPool]" = weakref.WeakSet()
 
 
+def _fork_server() -> object:
+    # multiprocessing's own fork server: private, so read with getattr (None on another Python).
+    return getattr(forkserver, "_forkserver", None)
+
+
 def fork_server_idle() -> bool:
     """A fork server runs and no pool has a worker: ``release_fork_server`` would end it."""
-    running = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None) is not None
+    running = getattr(_fork_server(), "_forkserver_pid", None) is not None
     return running and not any(pool._workers for pool in _POOLS)
 
 
@@ -58,7 +63,7 @@ def release_fork_server() -> bool:
     was ended."""
     if not fork_server_idle():
         return False
-    stop = getattr(getattr(forkserver, "_forkserver", None), "_stop", None)
+    stop = getattr(_fork_server(), "_stop", None)
     if stop is None:
         return False
     stop()

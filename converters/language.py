@@ -30,6 +30,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+# numpy is imported in the functions that use it: `deskdex search` imports this module (through
+# converters.convert) and must not pay numpy's import.
 if TYPE_CHECKING:
     import numpy as np
 
@@ -57,8 +59,9 @@ class _Model:
     """py3langid's model as arrays: ``nextmove[rowbase[state] + byte]`` is the automaton's next
     state, ``output[state]`` the feature it counts there (-1: none), ``ptc`` the features'
     log-probabilities per class (float32: the model's float16 is converted exactly, and numpy's
-    float16 arithmetic would cost more than the rest of the detection), ``pc`` the classes' priors. ``depth`` is the longest n-gram:
-    the state after a byte depends on that many bytes alone."""
+    float16 arithmetic would cost more than the rest of the detection), ``pc`` the classes'
+    priors. ``depth`` is the longest n-gram: the state after a byte depends on that many bytes
+    alone."""
 
     nextmove: np.ndarray
     rowbase: np.ndarray
@@ -73,7 +76,8 @@ class _Model:
         """The distinct labels, in the order of their first column, and the 0/1 matrix that sums
         a label's columns: the model has some twice (``srl`` and ``sr``), and py3langid adds their
         probabilities."""
-        import numpy as np  # on first use: `deskdex search` imports this module, not numpy
+        import numpy as np
+
         names = tuple(dict.fromkeys(self.classes))
         fold = np.zeros((len(self.classes), len(names)), dtype=np.float32)
         fold[np.arange(len(self.classes)), [names.index(c) for c in self.classes]] = 1.0
@@ -119,6 +123,7 @@ def _write(model: _Model, folder: str) -> None:
     """Write the arrays beside each other and move the folder into place at once: a reader
     never sees half of it, and two processes writing it at the same time both succeed."""
     import numpy as np
+
     parent = os.path.dirname(folder)
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".langid-", dir=parent)
@@ -141,6 +146,7 @@ def _model() -> _Model:
     """The model mapped from its cache (unpacked there on first use); in memory when the cache
     cannot be written (a read-only home)."""
     import numpy as np
+
     try:
         folder = _cache_dir()
         if not os.path.isfile(os.path.join(folder, "model.json")):
@@ -161,6 +167,7 @@ def _states(m: _Model, data: np.ndarray) -> np.ndarray:
     the walk from the root over bytes i - depth + 1 .. i, so ``depth`` steps over every position
     give what a walk over the whole text gives."""
     import numpy as np
+
     n = len(data)
     state = np.zeros(n, dtype=np.uint32)
     for k in range(min(m.depth, n) - 1, -1, -1):
@@ -172,6 +179,7 @@ def classify(text: str) -> tuple[str, float]:
     """(language, probability) for ``text`` as py3langid's ``classify`` with normalised
     probabilities tells them."""
     import numpy as np
+
     m = _model()
     if text.isupper():
         text = text.lower()

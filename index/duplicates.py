@@ -83,7 +83,7 @@ def features(text: str, boilerplate: str = "", text_sum: str | None = None,
     main = words(text[:FEATURE_CHARS])
     # The exact key covers the whole text, as the catalog's checksum does; an empty text has no
     # key, or every empty file would be one cluster.
-    if text_sum is not None:
+    if text_sum:
         group: str | None = text_sum
     elif len(text) <= FEATURE_CHARS and len(boilerplate) <= FEATURE_CHARS:
         everything = main + words(boilerplate) if boilerplate else main

@@ -30,8 +30,6 @@ _SHIFTS = np.arange(BITS, dtype=np.uint64)
 _MASK64 = (1 << BITS) - 1
 
 
-
-
 def content_words(text: str) -> list[str]:
     """Words that say what a text is about: numbers alone (page numbers, dates, table cells)
     do not, so they are left out of the weight vector and of the length test."""
