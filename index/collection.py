@@ -231,6 +231,8 @@ class Collection:
         self._failed = None
         try:
             self.catalog.rollback()
+            if self._opened:
+                self.dups.forget()  # its simhashes in memory held what was rolled back
             self._discard_writer()
             self._tantivy = None  # opened again, with tantivy's view of its files as they are now
             if not self._opened:

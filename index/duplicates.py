@@ -1,7 +1,7 @@
 """Exact and near-duplicate detection: the one class the pipeline calls.
 
 For each document: the text checksum (exact copies, whatever the format), a simhash of its main
-text (no boilerplate) in permuted tables, and winnowed word 5-gram fingerprints. Two documents
+text (no boilerplate), and winnowed word 5-gram fingerprints. Two documents
 are near-duplicates when their simhashes are within ``k`` bits *and* they share at least
 ``min_similarity`` of their fingerprints: simhash finds candidates fast, the fingerprints confirm
 them, so pages that share a template but not their text are not merged. Clusters are transitive.
@@ -15,15 +15,16 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
 from . import fingerprints as fpr
 from .checksums import bytes_checksum, words, words_checksum
 from .clusters import Changes, Clusters, UnionFind
-from .neardup import MemoryTables, SqliteTables
+from .neardup import MemoryTables, StoredSimhashes
 from .simhash import MIN_WORDS, simhash_of_words
 from .sqlutil import atomic
 
@@ -34,9 +35,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_K = 4  # chosen from benchmarks/dups_quality.py: see docs/duplicates.md
 DEFAULT_MIN_SIMILARITY = 0.5  # share of winnowed 5-gram fingerprints in common
-# At most this many simhash candidates are read per table and confirmed by fingerprints when a
-# document is added: enough for any real cluster, and a bound when thousands of texts are nearly
-# the same (templated notes, generated files), where confirming all would be quadratic.
+# At most this many simhash candidates, the nearest, are confirmed by fingerprints when a document
+# is added: enough for any real cluster, and a bound when thousands of texts are nearly the same
+# (templated notes, generated files), where confirming all would be quadratic.
 MAX_CANDIDATES = 64
 
 
@@ -104,14 +105,17 @@ def enrich(outcomes: list[Outcome]) -> None:
 
 class DuplicateIndex:
     def __init__(self, conn: sqlite3.Connection, k: int = DEFAULT_K,
-                 min_similarity: float = DEFAULT_MIN_SIMILARITY, blocks: int | None = None,
-                 min_words: int = MIN_WORDS) -> None:
+                 min_similarity: float = DEFAULT_MIN_SIMILARITY, min_words: int = MIN_WORDS) -> None:
         self.db = conn
         self.k, self.min_similarity, self.min_words = k, min_similarity, min_words
         with atomic(self.db):
             conn.execute("CREATE TABLE IF NOT EXISTS dup_docs(doc INTEGER PRIMARY KEY, "
                          "text_sum TEXT, fps BLOB)")
-            self.tables = SqliteTables(conn, k, blocks)
+            conn.execute("CREATE TABLE IF NOT EXISTS dup_meta(key TEXT PRIMARY KEY, value TEXT)")
+            self.tables = StoredSimhashes(conn, k)
+            # Catalogs before the scan kept permuted tables on disk (35 rows a document).
+            conn.execute("DROP TABLE IF EXISTS dup_keys")
+            conn.execute("DELETE FROM dup_meta WHERE key='tables'")
             self.clusters_ = Clusters(conn)
             params = f"{k}/{min_similarity}"
             row = conn.execute("SELECT value FROM dup_meta WHERE key='params'").fetchone()
@@ -128,14 +132,13 @@ class DuplicateIndex:
             meta = dict(conn.execute("SELECT key, value FROM dup_meta"))
         except sqlite3.OperationalError:  # no duplicate tables yet
             return None
-        if "params" not in meta or "tables" not in meta:
+        if "params" not in meta:
             return None
         k, min_similarity = meta["params"].split("/")
-        blocks = int(meta["tables"].split("/")[2])
         view = cls.__new__(cls)
         view.db = conn
         view.k, view.min_similarity, view.min_words = int(k), float(min_similarity), MIN_WORDS
-        view.tables = SqliteTables.read_only(conn, int(k), blocks)
+        view.tables = StoredSimhashes(conn, int(k), writable=False)
         view.rebuilt = ChangeSet()
         return view
 
@@ -147,7 +150,7 @@ class DuplicateIndex:
         when the caller has them already (``features``), stand for all three."""
         group, fp, fps = self._features(text, boilerplate, text_sum) if feats is None else (feats.group, feats.fp,
                                                                                            feats.fps)
-        with atomic(self.db):
+        with self._atomic():
             # Every method writes a document's dup_docs, simhash and cluster rows together: with
             # no dup_docs row it has none of the others, and a new document (nearly every one
             # while indexing) skips looking them up to remove them.
@@ -161,10 +164,14 @@ class DuplicateIndex:
             return ChangeSet.of(self.clusters_.add(doc_id, near, group, fresh=fresh))
 
     def remove(self, doc_id: int) -> ChangeSet:
-        with atomic(self.db):
+        with self._atomic():
             self.tables.remove(doc_id)
             self.db.execute("DELETE FROM dup_docs WHERE doc=?", (doc_id,))
             return ChangeSet.of(self.clusters_.remove(doc_id))
+
+    def forget(self) -> None:
+        """The caller's transaction was rolled back: what is kept in memory is read again."""
+        self.tables.forget()
 
     def cluster_of(self, doc_id: int) -> int | None:
         """The cluster id (smallest doc id of the cluster; the doc's own id when alone)."""
@@ -196,6 +203,16 @@ class DuplicateIndex:
         return self.clusters_.clusters()
 
     # -- internals -------------------------------------------------------------------------
+    @contextmanager
+    def _atomic(self) -> Iterator[None]:
+        """``atomic``, and the simhashes in memory read again when it rolls back."""
+        try:
+            with atomic(self.db):
+                yield
+        except BaseException:
+            self.tables.forget()
+            raise
+
     def _features(self, text: str, boilerplate: str,
                   text_sum: str | None) -> tuple[str | None, int | None, np.ndarray]:
         f = features(text, boilerplate, text_sum, self.min_words)
@@ -205,7 +222,7 @@ class DuplicateIndex:
         """Simhash candidates within k whose fingerprint similarity reaches the threshold."""
         if fp is None:
             return []
-        found = [d for d, _ in self.tables.search(fp, per_table=MAX_CANDIDATES)[:MAX_CANDIDATES] if d != exclude]
+        found = [d for d, _ in self.tables.search(fp, limit=MAX_CANDIDATES, exclude=exclude)]
         if not found:
             return []
         # One query for all the candidates' fingerprints, its text the same whatever their number.

@@ -160,3 +160,45 @@ def test_near_duplicate_features_read_a_bounded_head(monkeypatch):
     b = duplicates.features(head + " a second edition ends otherwise " * 50)
     assert a.fp == b.fp and list(a.fps) == list(b.fps)  # the same head: the same near features
     assert a.group != b.group  # but not the same text: the exact key reads it all
+
+
+def test_what_is_rolled_back_is_no_candidate_afterwards(conn, monkeypatch):
+    """The simhashes searched are kept in memory as well as in the catalog: a rolled-back add
+    (the caller's transaction, or a failure inside add itself) must not stay a candidate there."""
+    dx = DuplicateIndex(conn)
+    text = prose(600, 5)
+    fp = dx._features(text, "", None)[1]
+    conn.execute("BEGIN")
+    dx.add(1, text)
+    assert [d for d, _ in dx.tables.search(fp)] == [1]
+    conn.execute("ROLLBACK")
+    dx.forget()  # what Collection.recover() calls after rolling back
+    assert dx.tables.search(fp) == [] and dx.near(text) == []
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("cluster tables unwritable")
+
+    monkeypatch.setattr(dx.clusters_, "add", fails)
+    with pytest.raises(RuntimeError):
+        dx.add(2, text)
+    monkeypatch.undo()
+    assert dx.tables.search(fp) == [] and dx.near(text) == []
+    dx.add(3, text)
+    dx.add(4, text + "\nand one more sentence at its end.")
+    assert dx.clusters() == [[3, 4]]
+
+
+def test_a_catalog_with_the_old_permuted_tables_loses_them(conn):
+    """Catalogs before the scan kept 35 rows a document in dup_keys: dropped on open, clusters kept."""
+    dx = DuplicateIndex(conn)
+    a = prose(600, 8)
+    dx.add(1, a)
+    dx.add(2, a + "\nA closing line.")
+    conn.execute("CREATE TABLE dup_keys(t INTEGER, key INTEGER, doc INTEGER, PRIMARY KEY(t, key, doc)) WITHOUT ROWID")
+    conn.execute("INSERT INTO dup_meta VALUES('tables', '4/35/7')")
+    again = DuplicateIndex(conn)
+    assert conn.execute("SELECT name FROM sqlite_master WHERE name='dup_keys'").fetchone() is None
+    assert DuplicateIndex.read_only(conn) is not None
+    assert again.clusters() == [[1, 2]]
+    again.add(3, a)
+    assert again.clusters() == [[1, 2, 3]]

@@ -1,4 +1,4 @@
-"""The permuted tables return exactly what a brute-force scan returns."""
+"""The permuted tables, and the scan of the stored simhashes, return exactly what a brute-force\nscan returns."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sqlite3
 import numpy as np
 import pytest
 
-from deskdex.index.neardup import MemoryTables, SqliteTables, table_masks
+from deskdex.index.neardup import MemoryTables, StoredSimhashes, table_masks
 
 K = 3
 
@@ -75,51 +75,18 @@ def test_discovery_and_search_equal_brute_force_100k():
     assert len(expected_from_rows) >= 0.75 * len(dst) * (K + 1) / (K + 2)
 
 
-def test_sqlite_tables_search_and_pairs_equal_brute_force(tmp_path):
-    fps, dst = planted(20_000, K, seed=5)
-    conn = sqlite3.connect(tmp_path / "c.db")
-    t = SqliteTables(conn, K)
-    with conn:
-        for i, f in enumerate(fps.tolist()):
-            t.add(i, f)
-    for r in dst[:500].tolist():
-        got = [d for d, _ in t.search(int(fps[r]))]
-        assert sorted(got) == brute_row(fps, int(fps[r]), K).tolist()
-    assert t.pairs() == set(map(tuple, MemoryTables(fps, K).pairs().tolist()))
-    # Incremental: removing a row takes it out of every table.
-    t.remove(int(dst[0]))
-    assert int(dst[0]) not in [d for d, _ in t.search(int(fps[dst[0]]))]
-    assert t.get(int(dst[0])) is None
+def brute_search(fps: dict[int, int], q: int, k: int, limit: int | None = None,
+                 exclude: int | None = None) -> list[tuple[int, int]]:
+    near = sorted(((d, (f ^ q).bit_count()) for d, f in fps.items() if d != exclude), key=lambda x: (x[1], x[0]))
+    near = [(d, dist) for d, dist in near if dist <= k]
+    return near[:limit] if limit is not None else near
 
 
-def test_sqlite_tables_rebuild_when_k_changes(tmp_path):
-    fps, dst = planted(2000, 4, seed=9)
-    conn = sqlite3.connect(tmp_path / "c.db")
-    t = SqliteTables(conn, 2)
-    for i, f in enumerate(fps.tolist()):
-        t.add(i, f)
-    t4 = SqliteTables(conn, 4)
-    assert t4.pairs() == brute_pairs(fps, 4)
-
-
-def brute_search(fps: dict[int, int], q: int, k: int, per_table: int | None) -> list[tuple[int, int]]:
-    """What ``SqliteTables.search`` promises, by a scan: per table the first ``per_table`` docs
-    (by id) sharing the query's key, those within k, nearest first."""
-    found = set()
-    for m in table_masks(k):
-        same = sorted(d for d, f in fps.items() if f & m == q & m)
-        found.update(same[:per_table] if per_table else same)
-    near = [(d, (fps[d] ^ q).bit_count()) for d in found]
-    return sorted(((d, dist) for d, dist in near if dist <= k), key=lambda x: (x[1], x[0]))
-
-
-@pytest.mark.parametrize("k, per_table, run", [(3, None, 100), (4, None, 100), (4, 5, 100), (4, 5, 7), (3, 1, 6)])
-def test_sqlite_search_equals_brute_force_with_and_without_cap(tmp_path, monkeypatch, k, per_table, run):
-    """Random fingerprints plus crowds of near-copies (more than ``per_table`` share a key, so the
-    cap cuts), searched in one statement per run of ``run`` tables."""
-    monkeypatch.setattr("deskdex.index.neardup.TABLES_PER_STATEMENT", run)
-    rng = np.random.default_rng(k * 100 + (per_table or 0) + run)
-    fps = {i: int(f) for i, f in enumerate(rng.integers(0, 2**64, size=1500, dtype=np.uint64).tolist())}
+def crowded(k: int, seed: int) -> dict[int, int]:
+    """Random fingerprints plus crowds of near-copies (more than a search's limit), under doc ids
+    that are not in insertion order."""
+    rng = np.random.default_rng(seed)
+    fps = {i: int(f) for i, f in enumerate(rng.integers(0, 2**64, size=3000, dtype=np.uint64).tolist())}
     doc = len(fps)
     for base in list(fps.values())[:12]:
         for _ in range(int(rng.integers(3, 30))):
@@ -129,16 +96,53 @@ def test_sqlite_search_equals_brute_force_with_and_without_cap(tmp_path, monkeyp
             fps[doc] = f
             doc += 1
     ids = list(fps)
-    rng.shuffle(ids)  # doc ids are not in insertion order: the cap keeps the lowest ids all the same
+    rng.shuffle(ids)
+    return {d: fps[d] for d in ids}
+
+
+@pytest.mark.parametrize("k", [0, 3, 4])
+def test_stored_simhashes_search_equals_brute_force(tmp_path, k):
+    fps = crowded(k, seed=k)
     conn = sqlite3.connect(tmp_path / "c.db")
-    t = SqliteTables(conn, k)
-    assert len(t._runs) == -(-len(t.masks) // run)
+    t = StoredSimhashes(conn, k)
     with conn:
-        for d in ids:
-            t.add(d, fps[d], fresh=d % 2 == 0)
+        for d, f in fps.items():
+            t.add(d, f, fresh=d % 2 == 0)
+    rng = np.random.default_rng(k + 50)
     queries = list(fps.values())[:40] + [int(f) for f in rng.integers(0, 2**64, size=20, dtype=np.uint64).tolist()]
     for q in queries:
-        assert t.search(q, per_table=per_table) == brute_search(fps, q, k, per_table)
-    # A read-only view searches the same way.
-    view = SqliteTables.read_only(conn, k, k + 3)
-    assert view.search(queries[0], per_table=per_table) == brute_search(fps, queries[0], k, per_table)
+        assert t.search(q) == brute_search(fps, q, k)
+        assert t.search(q, limit=5) == brute_search(fps, q, k, limit=5)
+    mine = next(iter(fps))
+    assert t.search(fps[mine], exclude=mine) == brute_search(fps, fps[mine], k, exclude=mine)
+    # Removed and replaced documents: the memory copy follows the table.
+    for d in list(fps)[:300]:
+        if d % 3 == 0:
+            t.remove(d)
+            del fps[d]
+        elif d % 3 == 1:
+            fps[d] ^= 1 << int(rng.integers(64))
+            t.add(d, fps[d])
+    t.remove(10**9)  # not there: nothing happens
+    assert len(t) == len(fps)
+    for q in queries:
+        assert t.search(q) == brute_search(fps, q, k)
+    # What another process reads from the database, and what is read again after forget().
+    view = StoredSimhashes(conn, k, writable=False)
+    t.forget()
+    for q in queries[:10]:
+        assert view.search(q) == t.search(q) == brute_search(fps, q, k)
+    assert t.get(mine) == fps.get(mine)
+
+
+def test_stored_simhashes_grow_from_empty_one_by_one(tmp_path):
+    """Adds past every growth of the arrays, searched after each."""
+    conn = sqlite3.connect(":memory:")
+    t = StoredSimhashes(conn, 2)
+    fps: dict[int, int] = {}
+    rng = np.random.default_rng(1)
+    base = int(rng.integers(0, 2**63))
+    for d in range(300):
+        fps[d] = base ^ (1 << int(rng.integers(64))) if d % 2 else int(rng.integers(0, 2**63)) * 2
+        t.add(d, fps[d], fresh=True)
+        assert t.search(base) == brute_search(fps, base, 2)
