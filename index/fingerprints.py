@@ -47,8 +47,17 @@ def fingerprints_of_words(ws: list[str], n: int = NGRAM, window: int = WINDOW) -
     if len(ws) < n:
         # A text shorter than one n-gram is one fingerprint (or none): exact match territory.
         return np.array([_hash(" ".join(ws))], dtype=np.uint32) if ws else EMPTY
-    hashes = np.fromiter((_hash(" ".join(ws[i:i + n])) for i in range(len(ws) - n + 1)),
-                         dtype=np.uint32, count=len(ws) - n + 1)
+    # Each n-gram is its words joined by spaces, in UTF-8: a slice of the whole text joined once,
+    # hashed with no Python code per n-gram (the same bytes as joining each n-gram: same hashes).
+    text = " ".join(ws)
+    data = text.encode("utf-8")
+    sizes = np.fromiter(map(len, ws) if len(data) == len(text) else (len(w.encode("utf-8")) for w in ws),
+                        dtype=np.int64, count=len(ws))
+    ends = np.cumsum(sizes + 1) - 1  # where each word ends in ``data``
+    starts = ends - sizes
+    grams = map(slice, starts[:len(ws) - n + 1].tolist(), ends[n - 1:].tolist())
+    hashes = np.fromiter(map(xxhash.xxh3_64_intdigest, map(data.__getitem__, grams)), dtype=np.uint64,
+                         count=len(ws) - n + 1).astype(np.uint32)  # the low 32 bits
     return winnow(hashes, window)
 
 
@@ -57,13 +66,15 @@ def _hash(gram: str) -> int:
 
 
 def winnow(hashes: np.ndarray, window: int) -> np.ndarray:
-    """The minimum of every window of ``window`` hashes (the rightmost one on ties), as a set."""
+    """The minimum of every window of ``window`` hashes, as a set. Winnowing picks the rightmost
+    of equal minima; as a set of values, which one is picked makes no difference."""
     if len(hashes) <= window:
         return np.unique(hashes[[int(np.argmin(hashes))]])
-    views = np.lib.stride_tricks.sliding_window_view(hashes, window)
-    # argmin on the reversed windows picks the rightmost minimum, as winnowing specifies.
-    pos = np.arange(len(views)) + window - 1 - np.argmin(views[:, ::-1], axis=1)
-    return np.unique(hashes[pos])
+    k = len(hashes) - window + 1
+    low = hashes[:k].copy()
+    for i in range(1, window):
+        np.minimum(low, hashes[i:i + k], out=low)
+    return np.unique(low)
 
 
 def similarity(a: np.ndarray, b: np.ndarray) -> float:

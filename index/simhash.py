@@ -55,11 +55,12 @@ def simhash_of_words(content: list[str], min_words: int = MIN_WORDS) -> int | No
 
 def simhash_of_counts(counts: Counter[str] | dict[str, int]) -> int:
     """Steps 2-4 of the procedure over ``{word: weight}``; vectorised over the unique words."""
-    hashes = np.fromiter((word_hash(w) for w in counts), dtype=np.uint64, count=len(counts))
+    # word_hash of each word, with no Python call per word
+    hashes = np.fromiter(map(xxhash.xxh3_64_intdigest, map(str.encode, counts)), dtype="<u8", count=len(counts))
     weights = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
-    bits = (hashes[:, None] >> _SHIFTS) & np.uint64(1)  # (words, 64): bit i of each hash
+    bits = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")  # (words, 64)
     # +weight where the bit is 1, -weight where it is 0, summed over words: the vector V.
-    v = weights @ (bits.astype(np.float64) * 2.0 - 1.0)
+    v = 2.0 * (weights @ bits) - weights.sum()
     positive = (v > 0).astype(np.uint64)
     return int(np.bitwise_or.reduce(positive << _SHIFTS))
 

@@ -8,6 +8,7 @@ limits changed, and when asked (``deskdex retry``). Other failures wait for the 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
@@ -248,19 +249,19 @@ class Indexer:
     def _to_convert(self, files: Iterable[FileInfo], wanted: dict[str, FileInfo], summary: Summary,
                     progress: Progress | None) -> Iterator[Source]:
         """Yield what must be converted; settle unchanged and merely moved files on the way."""
-        for info in files:
+        for info, uri, looked_up in self._with_rows(files):
             if self.stop is not None and self.stop.is_set():
                 return
-            uri = path_to_uri(info.path)
-            row = self.coll.get(uri)
-            if row is not None and not info.recheck and row.size == info.size \
-                    and abs(row.mtime - info.mtime) < 1e-6 and not _due(row):
+            if looked_up is not None and not info.recheck and looked_up.size == info.size \
+                    and abs(looked_up.mtime - info.mtime) < 1e-6 and not _due(looked_up):
                 summary.unchanged += 1
-                if self.refresh_access(info.path, row):
+                if self.refresh_access(info.path, looked_up):
                     self._maybe_commit()
                 if progress:
                     progress(1, info.path)
                 continue
+            # Read again: what was stored since the lookup (a copy's text, a cluster) counts below.
+            row = self.coll.get(uri) if looked_up is not None else None
             user = self.run_as(info.path) if self.run_as is not None else None
             try:
                 raw, info = self._checksum(info, uri, user)
@@ -307,6 +308,20 @@ class Indexer:
             self._raw[uri] = raw
             summary.bytes += info.size
             yield Source.from_path(info.path, run_as=user)
+
+    def _with_rows(self, files: Iterable[FileInfo]) -> Iterator[tuple[FileInfo, str, Row | None]]:
+        """Each file with its URI and its catalog row as looked up with LOOKUP_BATCH others: a run
+        over an unchanged folder is mostly these lookups."""
+        batch: list[tuple[FileInfo, str]] = []
+        for info in itertools.chain(files, [None]):
+            if info is not None:
+                batch.append((info, path_to_uri(info.path)))
+                if len(batch) < LOOKUP_BATCH:
+                    continue
+            rows = self.coll.catalog.get_many([uri for _, uri in batch]) if batch else {}
+            for info_, uri in batch:
+                yield info_, uri, rows.get(uri)
+            batch = []
 
     def _read_before(self, fresh: Row, same: Row) -> Document | None:
         """The document of ``same``, for ``fresh``, a file with the same bytes under another name,
@@ -444,6 +459,10 @@ class Indexer:
 # after every other file of a batch, PDFs (most have a text layer, and are cheap) before images.
 _OCR_RANK = {"deskdex.converters.pdf:convert": 1, "deskdex.converters.media:image": 2}
 _OCR_LAST = {ext: _OCR_RANK[f.handler] for f in FORMATS_BASE if f.handler in _OCR_RANK for ext in f.extensions}
+
+
+# Files whose catalog rows are looked up by one query (_with_rows).
+LOOKUP_BATCH = 500
 
 
 def cost(info: FileInfo) -> int:
