@@ -170,7 +170,7 @@ def head_commit() -> str:
 
 
 def index_deskdex(home: str, corpus: str, reuse: bool) -> tuple[Deskdex, dict[str, Any]]:
-    deskdex = Deskdex(home, corpus)
+    deskdex = Deskdex(home, corpus, ocr=True)  # as Recoll's pdfocr = 1 below
     run_file = Path(home, RUN_FILE)
     if reuse and run_file.exists():
         print(f"deskdex: re-using the index in {home}", flush=True)

@@ -13,7 +13,7 @@ moved away and copied back (``cp -a``: same bytes and mtimes, new inodes and cti
 Per run: wall time, CPU (user+sys of the whole process tree, orphans included), peak PSS of the tree
 (from /proc/PID/smaps_rollup, pages shared between processes counted once) and peak RSS of the tree,
 both the largest sum at one 0.2 s sample; documents and failures. Both tools are configured as in
-compare_recoll.py (recoll_tools), OCR off on both (Recoll's default; deskdex's ``[ocr] enabled``).
+compare_recoll.py (recoll_tools), OCR off on both (Recoll's default).
 
 Prints a table per case and merges the cases run into benchmarks/results/index_cases.json (not
 with --limit N, which caps each case at N files for a quick check of the script). --profile runs
@@ -221,8 +221,6 @@ def warm(tree_dir: Path) -> None:
 
 def tools_for(case_dir: Path, tree_dir: Path) -> list[Deskdex | Recoll]:
     deskdex = Deskdex(str(case_dir / "deskdex-home"), str(tree_dir))
-    with open(Path(deskdex.home, "config", "config.toml"), "a") as f:
-        f.write("\n[ocr]\nenabled = false\n")  # Recoll's default: no OCR (pdfocr = 0)
     return [deskdex, Recoll(str(case_dir / "recoll-conf"), str(tree_dir))]
 
 

@@ -37,13 +37,16 @@ def fmt_of(path: str, manifest: dict[str, str], root: str) -> str:
 class Deskdex:
     name = "deskdex"
 
-    def __init__(self, home: str, corpus: str) -> None:
+    def __init__(self, home: str, corpus: str, ocr: bool = False) -> None:
         self.home, self.corpus = home, corpus
         # As on a user's machine, Python caches compiled modules (a development shell may say not
         # to, which would add a compile of every module to each command's start).
         self.env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         Path(home, "config").mkdir(parents=True, exist_ok=True)
-        Path(home, "config", "config.toml").write_text(f"folders = [{json.dumps(corpus)}]\n")
+        # The same formats as Recoll's defaults unless told: no OCR (its pdfocr = 0; deskdex's [ocr]
+        # is on by default, and reading the corpus's scans and pictures is work Recoll does not do).
+        Path(home, "config", "config.toml").write_text(f"folders = [{json.dumps(corpus)}]\n\n"
+                                                       f"[ocr]\nenabled = {'true' if ocr else 'false'}\n")
 
     def index_cmd(self) -> list[str]:
         return [DESKDEX, "--home", self.home, "index", self.corpus, "--json", "--no-progress"]

@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import os
-import resource
 import signal
 import threading
 import time
@@ -102,6 +101,7 @@ def _ioprio_idle() -> None:
 def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[str, str] | None,
                  enrich: str | None, user: RunAs | None = None) -> None:
     import importlib
+    import resource
 
     from .registry import Registry
 
@@ -113,6 +113,7 @@ def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[s
     if enrich:
         module, _, func = enrich.partition(":")
         hook = getattr(importlib.import_module(module), func)
+    heap = _HeapWatch()  # opened with this process's rights: /proc/self may be closed to it after a drop
     if user is not None:
         # Before the memory limit: preloading every converter is this process's largest moment.
         registry.load_all()
@@ -120,7 +121,7 @@ def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[s
         privilege.drop_to(user)
     if limits.memory_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-    heap = _HeapWatch()
+    heap.start = heap.heap_bytes()
     conn.send(READY)
     while True:
         try:
@@ -151,40 +152,30 @@ RECYCLE_GROWTH = 32 * 2**20
 
 
 class _HeapWatch:
-    """Whether the heap grew RECYCLE_GROWTH past where it started. /proc/self/statm costs tens of
-    microseconds a read (a tenth of converting a small note), getrusage's peak resident size one:
-    the heap can grow only with resident memory, so statm is read when that peak has risen, and
-    every CHECK_EVERY files for a heap that grew back into room freed earlier."""
-
-    CHECK_EVERY = 16
+    """Whether the heap grew RECYCLE_GROWTH past where it started: resident memory that is not a
+    mapped file (/proc/self/statm: resident less shared pages). The file stays open and is read
+    with pread, 1 us a read where opening it each time took 15 (a tenth of a small note's
+    conversion went to it). Never grown where there is no /proc."""
 
     def __init__(self) -> None:
-        self.start = _heap_bytes()
-        self.peak = _peak_resident()
-        self.files = 0
+        try:
+            self._fd: int | None = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self._fd = None
+        self._page = os.sysconf("SC_PAGE_SIZE")
+        self.start = self.heap_bytes()
+
+    def heap_bytes(self) -> int:
+        if self._fd is None:
+            return 0
+        try:
+            fields = os.pread(self._fd, 256, 0).split()
+            return (int(fields[1]) - int(fields[2])) * self._page
+        except (OSError, ValueError, IndexError):
+            return 0
 
     def grown(self) -> bool:
-        self.files += 1
-        peak = _peak_resident()
-        if peak == self.peak and self.files % self.CHECK_EVERY:
-            return False
-        self.peak = peak
-        return _heap_bytes() > self.start + RECYCLE_GROWTH
-
-
-def _peak_resident() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-
-def _heap_bytes() -> int:
-    """Resident memory that is not a mapped file (/proc/self/statm: resident less shared pages);
-    0 where there is no /proc."""
-    try:
-        with open("/proc/self/statm") as f:
-            fields = f.read().split()
-        return (int(fields[1]) - int(fields[2])) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
+        return self.heap_bytes() > self.start + RECYCLE_GROWTH
 
 
 # What a worker sends once it can convert: a file's time limit starts then, not while a new
