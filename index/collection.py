@@ -34,7 +34,7 @@ from .storeerrors import translated
 if TYPE_CHECKING:
     from deskdex.settings import Config
 
-    from .duplicates import Features
+    from .features import Features
 
 # Imported where used: duplicates (numpy) and tagged text (lxml) by writers and `document()`
 # alone; a search without a daemon loads neither (docs/search.md, "How fast").

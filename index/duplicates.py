@@ -17,19 +17,21 @@ import logging
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Iterator
 
-import numpy as np
-
-from . import fingerprints as fpr
-from .checksums import bytes_checksum, words, words_checksum
 from .clusters import Changes, Clusters, UnionFind
-from .neardup import MemoryTables, StoredSimhashes
-from .simhash import MIN_WORDS, simhash_of_words
-from .sqlutil import atomic
+from .sqlutil import DUP_SIMHASH, atomic
 
 if TYPE_CHECKING:
-    from deskdex.converters.convert import Outcome
+    import numpy as np
+
+    from .features import Features
+    from .neardup import StoredSimhashes
+
+# numpy and the modules built on it (features, fingerprints, neardup) are imported where they are
+# used: opening the index for a run that finds nothing changed needs none of them, and numpy is a
+# tenth of such a run (45 ms).
 
 logger = logging.getLogger(__name__)
 
@@ -59,60 +61,16 @@ class ChangeSet:
         return set(self.changed) | set(self.removed)
 
 
-@dataclass(frozen=True, slots=True)
-class Features:
-    """What duplicate detection keeps of a text: the exact key (the catalog's text checksum, None
-    for an empty text), the simhash (None when too short) and the winnowed fingerprints."""
-
-    group: str | None
-    fp: int | None
-    fps: np.ndarray
-
-
-# Near-duplicate features (simhash, fingerprints) read a text's first FEATURE_CHARS characters:
-# enough to tell two versions of a long manual apart, and a bound on the worker's time and memory
-# (a 20-million-character text took 4.7 s and 240 MiB of word lists). The exact key still covers
-# the whole text, read in pieces (checksums.words_checksum).
-FEATURE_CHARS = 1_000_000
-
-
-def features(text: str, boilerplate: str = "", text_sum: str | None = None,
-             min_words: int = MIN_WORDS) -> Features:
-    """Features of a document: ``text`` its main content, ``boilerplate`` the rest. Each text is
-    normalised once; this is the costly part, so the indexer computes it in its worker processes
-    (``enrich``), beside the conversion, rather than in the one writer."""
-    main = words(text[:FEATURE_CHARS])
-    # The exact key covers the whole text, as the catalog's checksum does; an empty text has no
-    # key, or every empty file would be one cluster.
-    if text_sum:
-        group: str | None = text_sum
-    elif len(text) <= FEATURE_CHARS and len(boilerplate) <= FEATURE_CHARS:
-        everything = main + words(boilerplate) if boilerplate else main
-        group = bytes_checksum(" ".join(everything).encode("utf-8")) if everything else None
-    else:
-        group = words_checksum(text, boilerplate)
-    fp = simhash_of_words([w for w in main if not w.isdigit()], min_words)
-    fps = fpr.fingerprints_of_words(main) if fp is not None else fpr.EMPTY
-    return Features(group, fp, fps)
-
-
-def enrich(outcomes: list[Outcome]) -> None:
-    """Worker-side hook of converters.isolation.WorkerPool: features for every converted document."""
-    for o in outcomes:
-        if o.document is not None:
-            o.extra["features"] = features(o.document.body_text(), o.document.body_text(boilerplate=True))
-
-
 class DuplicateIndex:
     def __init__(self, conn: sqlite3.Connection, k: int = DEFAULT_K,
-                 min_similarity: float = DEFAULT_MIN_SIMILARITY, min_words: int = MIN_WORDS) -> None:
+                 min_similarity: float = DEFAULT_MIN_SIMILARITY) -> None:
         self.db = conn
-        self.k, self.min_similarity, self.min_words = k, min_similarity, min_words
+        self.k, self.min_similarity = k, min_similarity
         with atomic(self.db):
             conn.execute("CREATE TABLE IF NOT EXISTS dup_docs(doc INTEGER PRIMARY KEY, "
                          "text_sum TEXT, fps BLOB)")
             conn.execute("CREATE TABLE IF NOT EXISTS dup_meta(key TEXT PRIMARY KEY, value TEXT)")
-            self.tables = StoredSimhashes(conn, k)
+            conn.execute(DUP_SIMHASH)
             # Catalogs before the scan kept permuted tables on disk (35 rows a document).
             conn.execute("DROP TABLE IF EXISTS dup_keys")
             conn.execute("DELETE FROM dup_meta WHERE key='tables'")
@@ -137,8 +95,7 @@ class DuplicateIndex:
         k, min_similarity = meta["params"].split("/")
         view = cls.__new__(cls)
         view.db = conn
-        view.k, view.min_similarity, view.min_words = int(k), float(min_similarity), MIN_WORDS
-        view.tables = StoredSimhashes(conn, int(k), writable=False)
+        view.k, view.min_similarity = int(k), float(min_similarity)
         view.rebuilt = ChangeSet()
         return view
 
@@ -148,6 +105,8 @@ class DuplicateIndex:
         """Add or replace a document: ``text`` its main content, ``boilerplate`` the rest.
         ``text_sum`` is the catalog's text checksum, computed here when not given; ``feats``,
         when the caller has them already (``features``), stand for all three."""
+        from .fingerprints import to_blob
+
         group, fp, fps = self._features(text, boilerplate, text_sum) if feats is None else (feats.group, feats.fp,
                                                                                            feats.fps)
         with self._atomic():
@@ -158,7 +117,7 @@ class DuplicateIndex:
             if not fresh:
                 self.tables.remove(doc_id)
             near = [d for d, _ in self._confirm(fp, fps, exclude=doc_id)]
-            self.db.execute("INSERT INTO dup_docs VALUES(?,?,?)", (doc_id, group, fpr.to_blob(fps)))
+            self.db.execute("INSERT INTO dup_docs VALUES(?,?,?)", (doc_id, group, to_blob(fps)))
             if fp is not None:
                 self.tables.add(doc_id, fp, fresh=True)
             return ChangeSet.of(self.clusters_.add(doc_id, near, group, fresh=fresh))
@@ -171,7 +130,8 @@ class DuplicateIndex:
 
     def forget(self) -> None:
         """The caller's transaction was rolled back: what is kept in memory is read again."""
-        self.tables.forget()
+        if "tables" in self.__dict__:  # read into memory already (cached_property)
+            self.tables.forget()
 
     def cluster_of(self, doc_id: int) -> int | None:
         """The cluster id (smallest doc id of the cluster; the doc's own id when alone)."""
@@ -192,7 +152,9 @@ class DuplicateIndex:
         row = self.db.execute("SELECT text_sum, fps FROM dup_docs WHERE doc=?", (doc_id,)).fetchone()
         if row is None:
             return []
-        found = dict(self._confirm(self.tables.get(doc_id), fpr.from_blob(row[1]), exclude=doc_id))
+        from .fingerprints import from_blob
+
+        found = dict(self._confirm(self.tables.get(doc_id), from_blob(row[1]), exclude=doc_id))
         if row[0] is not None:
             q = "SELECT doc FROM dup_docs WHERE text_sum=? AND doc<>?"
             found.update((d, 1.0) for (d,) in self.db.execute(q, (row[0], doc_id)))
@@ -210,18 +172,29 @@ class DuplicateIndex:
             with atomic(self.db):
                 yield
         except BaseException:
-            self.tables.forget()
+            self.forget()
             raise
+
+    @cached_property
+    def tables(self) -> StoredSimhashes:
+        """The stored simhashes, read into memory on first use."""
+        from .neardup import StoredSimhashes
+
+        return StoredSimhashes(self.db, self.k, writable=False)  # __init__ made the table
 
     def _features(self, text: str, boilerplate: str,
                   text_sum: str | None) -> tuple[str | None, int | None, np.ndarray]:
-        f = features(text, boilerplate, text_sum, self.min_words)
+        from .features import features
+
+        f = features(text, boilerplate, text_sum)
         return f.group, f.fp, f.fps
 
     def _confirm(self, fp: int | None, fps: np.ndarray, exclude: int | None = None) -> list[tuple[int, float]]:
         """Simhash candidates within k whose fingerprint similarity reaches the threshold."""
         if fp is None:
             return []
+        from .fingerprints import from_blob, similarity
+
         found = [d for d, _ in self.tables.search(fp, limit=MAX_CANDIDATES, exclude=exclude)]
         if not found:
             return []
@@ -230,7 +203,7 @@ class DuplicateIndex:
                                      (json.dumps(found),)))
         out = []
         for other in found:
-            sim = fpr.similarity(fps, fpr.from_blob(blobs.get(other)))
+            sim = similarity(fps, from_blob(blobs.get(other)))
             if sim >= self.min_similarity:
                 out.append((other, sim))
         return out
@@ -239,6 +212,11 @@ class DuplicateIndex:
     def rebuild(self) -> ChangeSet:
         """Discovery from scratch (in-memory permuted tables over every stored simhash): all
         near-duplicate edges recomputed and every cluster reassigned."""
+        import numpy as np
+
+        from .fingerprints import from_blob, similarity
+        from .neardup import MemoryTables
+
         with atomic(self.db):
             rows = self.db.execute("SELECT doc, fp FROM dup_simhash ORDER BY doc").fetchall()
             docs = np.array([r[0] for r in rows], dtype=np.int64)
@@ -247,7 +225,7 @@ class DuplicateIndex:
             edges = []
             for i, j in MemoryTables(fps, self.k).pairs().tolist():
                 a, b = int(docs[i]), int(docs[j])
-                if fpr.similarity(fpr.from_blob(blobs.get(a)), fpr.from_blob(blobs.get(b))) >= self.min_similarity:
+                if similarity(from_blob(blobs.get(a)), from_blob(blobs.get(b))) >= self.min_similarity:
                     edges.append((a, b))
             before = dict(self.db.execute("SELECT doc, cluster FROM dup_cluster"))
             uf = UnionFind(before)

@@ -26,7 +26,7 @@ from typing import Iterable
 import numpy as np
 
 from .simhash import BITS, to_signed, to_unsigned
-from .sqlutil import create
+from .sqlutil import DUP_SIMHASH
 
 
 def default_blocks(k: int) -> int:
@@ -64,7 +64,7 @@ class StoredSimhashes:
         self.db = conn
         self.k = k
         if writable:
-            create(conn, "CREATE TABLE IF NOT EXISTS dup_simhash(doc INTEGER PRIMARY KEY, fp INTEGER NOT NULL)")
+            conn.execute(DUP_SIMHASH)
         self._docs = np.empty(0, dtype=np.int64)
         self._fps = np.empty(0, dtype=np.uint64)
         self._n = 0

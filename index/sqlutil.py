@@ -6,6 +6,9 @@ import sqlite3
 from contextlib import contextmanager
 from typing import Iterator
 
+# The stored simhashes (doc -> fingerprint), made by DuplicateIndex and read by neardup.StoredSimhashes.
+DUP_SIMHASH = "CREATE TABLE IF NOT EXISTS dup_simhash(doc INTEGER PRIMARY KEY, fp INTEGER NOT NULL)"
+
 
 def create(conn: sqlite3.Connection, script: str) -> None:
     """Run DDL one statement at a time: ``executescript`` would commit the caller's transaction."""

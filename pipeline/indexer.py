@@ -162,7 +162,7 @@ class Indexer:
     def pool(self) -> WorkerPool:
         if self._pool is None:
             self._pool = WorkerPool(self.workers, self.limits, idle=self.idle, overrides=self.overrides,
-                                    enrich="deskdex.index.duplicates:enrich")
+                                    enrich="deskdex.index.features:enrich")
         return self._pool
 
     @property
