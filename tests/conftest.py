@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -15,6 +16,13 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+
+# A test run started with SIGINT ignored (a script run as a background job, `cmd &` in a shell
+# without job control) passes that on to every command the tests start, and deskdex rightly keeps
+# an inherited SIGINT ignored (clients/managing.stop_on_signal): the tests of Ctrl-C stand for a
+# terminal's Ctrl-C, so they start from Python's own handler.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parent.parent
 # The console script as installed (make test installs the package first): tests run what users run,
