@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import index_profile  # noqa: E402
 from compare_recoll import ensure_prerequisites, load_manifest  # noqa: E402
-from recoll_proc import Run, _become_subreaper, _reap_orphans, sample, tree  # noqa: E402
+from recoll_proc import Run, _become_subreaper, _reap_orphans, exited, sample, tree  # noqa: E402
 from recoll_tools import ROOT, Deskdex, Recoll  # noqa: E402
 
 from deskdex.pipeline.scan import Excluder, walk  # noqa: E402
@@ -78,13 +78,12 @@ def measure(cmd: list[str], env: dict[str, str]) -> tuple[Run, int]:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
         while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
             pids = tree(me)[1:]
             run.peak_rss_live = max(run.peak_rss_live, sample(pids, run.peaks))
             peak_pss = max(peak_pss, 1024 * sum(pss_kib(p) for p in pids))
-            time.sleep(INTERVAL)
+            if (ended := exited(proc.pid, INTERVAL)) is not None:
+                status = ended[0]
+                break
         run.wall = time.perf_counter() - t0
         run.rc = os.waitstatus_to_exitcode(status)
         _reap_orphans()

@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -97,6 +98,21 @@ def _reap_orphans(timeout: float = 30.0) -> None:
             time.sleep(0.05)
 
 
+def exited(pid: int, interval: float) -> tuple[int, Any] | None:
+    """Wait up to ``interval`` seconds for child ``pid`` to end: (wait status, rusage) as soon as it
+    has, so that a run's wall time is exact to 10 ms, not to the sampling interval (a second run
+    of 0.4 s read 0.6); None while it runs."""
+    deadline = time.perf_counter() + interval
+    while True:
+        pid_, status, usage = os.wait4(pid, os.WNOHANG)
+        if pid_:
+            return status, usage
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None
+        time.sleep(min(0.01, left))
+
+
 def measure(cmd: list[str], env: dict[str, str] | None = None, interval: float = 0.2,
             cwd: str | None = None) -> Run:
     """Run ``cmd`` to its end, sampling its process tree every ``interval`` seconds. Call it with
@@ -110,11 +126,10 @@ def measure(cmd: list[str], env: dict[str, str] | None = None, interval: float =
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=cwd)
         while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
             run.peak_rss_live = max(run.peak_rss_live, sample(tree(proc.pid), run.peaks))
-            time.sleep(interval)
+            if (ended := exited(proc.pid, interval)) is not None:
+                status, usage = ended
+                break
         run.wall = time.perf_counter() - t0
         proc.returncode = run.rc = os.waitstatus_to_exitcode(status)
         _reap_orphans()
