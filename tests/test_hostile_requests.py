@@ -157,8 +157,13 @@ def test_one_users_flood_does_not_keep_another_waiting():
         with turns.turn(key):
             with lock:
                 order.append(name)
+            # Every search holds its turn a while, as a real one does: ``order`` is when a thread
+            # ran, and a turn given to B at the same moment as one to A's next could otherwise be
+            # written down after A's next two, granted while B's thread was still waking up.
             if hold:
                 release.wait(10)
+            else:
+                time.sleep(0.05)
 
     holders = [threading.Thread(target=search, args=(1, f"a{i}", True)) for i in range(2)]
     for t in holders:
