@@ -24,6 +24,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from deskdex.index.neardup import MemoryTables, StoredSimhashes, table_masks  # noqa: E402
+from deskdex.index.sqlutil import DUP_SIMHASH  # noqa: E402
 
 
 def planted(n: int, k: int, seed: int = 1) -> tuple[np.ndarray, set[tuple[int, int]]]:
@@ -69,6 +70,7 @@ def stored(n: int, k: int, queries: int) -> None:
     with tempfile.TemporaryDirectory() as d:
         conn = sqlite3.connect(os.path.join(d, "c.db"))
         conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(DUP_SIMHASH)
         stored = StoredSimhashes(conn, k)
         t = time.perf_counter()
         with conn:

@@ -163,7 +163,7 @@ class _HeapWatch:
         except OSError:
             self._fd = None
         self._page = os.sysconf("SC_PAGE_SIZE")
-        self.start = self.heap_bytes()
+        self.start = 0  # taken once the worker has loaded what it needs (_worker_main)
 
     def heap_bytes(self) -> int:
         if self._fd is None:

@@ -180,7 +180,7 @@ class DuplicateIndex:
         """The stored simhashes, read into memory on first use."""
         from .neardup import StoredSimhashes
 
-        return StoredSimhashes(self.db, self.k, writable=False)  # __init__ made the table
+        return StoredSimhashes(self.db, self.k)  # __init__ made its table
 
     def _features(self, text: str, boilerplate: str,
                   text_sum: str | None) -> tuple[str | None, int | None, np.ndarray]:

@@ -26,7 +26,6 @@ from typing import Iterable
 import numpy as np
 
 from .simhash import BITS, to_signed, to_unsigned
-from .sqlutil import DUP_SIMHASH
 
 
 def default_blocks(k: int) -> int:
@@ -56,19 +55,15 @@ class StoredSimhashes:
     of the writer's time on many small files. It is exact, as the tables were: every stored
     fingerprint within k, nearest first.
 
-    The memory copy is read from ``dup_simhash`` on first use and follows every add and remove;
-    a transaction rolled back behind its back (the caller's, after a failed write) must be
-    followed by ``forget()``, so that it is read again."""
+    The table is made by its owner (``DUP_SIMHASH``, DuplicateIndex). The memory copy is read
+    from it on first use and follows every add and remove; a transaction rolled back behind its
+    back (the caller's, after a failed write) must be followed by ``forget()``, so that it is read
+    again."""
 
-    def __init__(self, conn: sqlite3.Connection, k: int, writable: bool = True) -> None:
+    def __init__(self, conn: sqlite3.Connection, k: int) -> None:
         self.db = conn
         self.k = k
-        if writable:
-            conn.execute(DUP_SIMHASH)
-        self._docs = np.empty(0, dtype=np.int64)
-        self._fps = np.empty(0, dtype=np.uint64)
-        self._n = 0
-        self._loaded = False
+        self.forget()
 
     def forget(self) -> None:
         """Drop the memory copy: read again from the database when next needed."""
@@ -108,11 +103,11 @@ class StoredSimhashes:
     def remove(self, doc: int) -> None:
         if self.db.execute("DELETE FROM dup_simhash WHERE doc=?", (doc,)).rowcount == 0 or not self._loaded:
             return
-        where = np.flatnonzero(self._docs[:self._n] == doc)
-        for i in where[::-1].tolist():  # the last one takes its place: the order means nothing
-            last = self._n - 1
-            self._docs[i], self._fps[i] = self._docs[last], self._fps[last]
-            self._n = last
+        # doc is the table's primary key: one entry, whose place the last one takes (the order
+        # means nothing)
+        i = int(np.flatnonzero(self._docs[:self._n] == doc)[0])
+        self._n -= 1
+        self._docs[i], self._fps[i] = self._docs[self._n], self._fps[self._n]
 
     def get(self, doc: int) -> int | None:
         row = self.db.execute("SELECT fp FROM dup_simhash WHERE doc=?", (doc,)).fetchone()

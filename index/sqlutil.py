@@ -6,7 +6,7 @@ import sqlite3
 from contextlib import contextmanager
 from typing import Iterator
 
-# The stored simhashes (doc -> fingerprint), made by DuplicateIndex and read by neardup.StoredSimhashes.
+# The stored simhashes (doc -> fingerprint): made by DuplicateIndex, kept by neardup.StoredSimhashes.
 DUP_SIMHASH = "CREATE TABLE IF NOT EXISTS dup_simhash(doc INTEGER PRIMARY KEY, fp INTEGER NOT NULL)"
 
 

@@ -312,16 +312,11 @@ class Indexer:
     def _with_rows(self, files: Iterable[FileInfo]) -> Iterator[tuple[FileInfo, str, Row | None]]:
         """Each file with its URI and its catalog row as looked up with LOOKUP_BATCH others: a run
         over an unchanged folder is mostly these lookups."""
-        batch: list[tuple[FileInfo, str]] = []
-        for info in itertools.chain(files, [None]):
-            if info is not None:
-                batch.append((info, path_to_uri(info.path)))
-                if len(batch) < LOOKUP_BATCH:
-                    continue
-            rows = self.coll.catalog.get_many([uri for _, uri in batch]) if batch else {}
-            for info_, uri in batch:
-                yield info_, uri, rows.get(uri)
-            batch = []
+        todo = iter(files)
+        while batch := [(info, path_to_uri(info.path)) for info in itertools.islice(todo, LOOKUP_BATCH)]:
+            rows = self.coll.catalog.get_many([uri for _, uri in batch])
+            for info, uri in batch:
+                yield info, uri, rows.get(uri)
 
     def _read_before(self, fresh: Row, same: Row) -> Document | None:
         """The document of ``same``, for ``fresh``, a file with the same bytes under another name,

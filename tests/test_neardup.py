@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from deskdex.index.neardup import MemoryTables, StoredSimhashes, table_masks
+from deskdex.index.sqlutil import DUP_SIMHASH
 
 K = 3
 
@@ -104,6 +105,7 @@ def crowded(k: int, seed: int) -> dict[int, int]:
 def test_stored_simhashes_search_equals_brute_force(tmp_path, k):
     fps = crowded(k, seed=k)
     conn = sqlite3.connect(tmp_path / "c.db")
+    conn.execute(DUP_SIMHASH)
     t = StoredSimhashes(conn, k)
     with conn:
         for d, f in fps.items():
@@ -128,7 +130,7 @@ def test_stored_simhashes_search_equals_brute_force(tmp_path, k):
     for q in queries:
         assert t.search(q) == brute_search(fps, q, k)
     # What another process reads from the database, and what is read again after forget().
-    view = StoredSimhashes(conn, k, writable=False)
+    view = StoredSimhashes(conn, k)
     t.forget()
     for q in queries[:10]:
         assert view.search(q) == t.search(q) == brute_search(fps, q, k)
@@ -138,6 +140,7 @@ def test_stored_simhashes_search_equals_brute_force(tmp_path, k):
 def test_stored_simhashes_grow_from_empty_one_by_one(tmp_path):
     """Adds past every growth of the arrays, searched after each."""
     conn = sqlite3.connect(":memory:")
+    conn.execute(DUP_SIMHASH)
     t = StoredSimhashes(conn, 2)
     fps: dict[int, int] = {}
     rng = np.random.default_rng(1)
