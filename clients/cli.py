@@ -117,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=positive, default=None, help="converter processes (default: all cores)")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    s.add_argument("--broker", metavar="URL", default=None,
+                   help="convert through `deskdex worker` processes of this Redis broker (setting `broker`)")
     s.set_defaults(func=managing.cmd_index)
 
     s = sub.add_parser("retry", parents=[common], help="convert again the files whose failure may pass now",
@@ -181,7 +183,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--system", action="store_true",
                    help="enterprise mode, as root: index the homes of the configured accounts (setting `accounts`; "
                         "default every regular account) and serve every local user what they may read")
+    s.add_argument("--broker", metavar="URL", default=None,
+                   help="hand conversions to `deskdex worker` processes of this Redis broker (setting `broker`)")
     s.set_defaults(func=managing.cmd_daemon)
+
+    s = sub.add_parser("worker", parents=[common], help="convert files for daemons on other machines (Celery)",
+                       description="Convert files handed out through a Redis broker by `deskdex daemon --broker` or "
+                                   "`deskdex index --broker`, on any machine that reads them at the same paths, until "
+                                   "Ctrl-C or SIGTERM (the files under way are finished first). Needs "
+                                   "`pip install 'deskdex[cluster]'` (docs/scale-out.md).")
+    s.add_argument("--broker", metavar="URL", default=None, help="the Redis URL (default: the setting `broker`)")
+    s.add_argument("--concurrency", type=positive, default=None,
+                   help="files converted at once, each in its own process (default: all cores)")
+    s.add_argument("--name", default=None, help="this worker's name in `deskdex status` (default: host and PID)")
+    s.set_defaults(func=managing.cmd_worker)
 
     for name, help_text in (("pause", "pause indexing in the running daemon"),
                             ("resume", "resume indexing in the running daemon")):

@@ -5,6 +5,7 @@ daemon is told at once; without one, the config file is changed and read on the 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import signal
@@ -38,7 +39,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     # The daemon holds the writer: hand it the job. Without one, do it here.
     summary = _index_by_daemon(home.socket, paths, progress=not args.no_progress)
     if summary is None:
-        cfg = settings.load(home.ensure())
+        cfg = _with_broker(settings.load(home.ensure()), args.broker)
         workers = args.workers or os.cpu_count() or 2
         with stop_on_signal() as stop:
             summary = index_once(cfg, paths, workers=workers, progress=not args.no_progress, stop=stop).to_json()
@@ -181,7 +182,36 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         logging.getLogger(__name__).warning("--system without root: only what this account may read is indexed")
     home = Home.resolve(getattr(args, "home", None), system=args.system).check().ensure(system=args.system)
     problems: list[str] = []  # a setting that does not fit must not keep the daemon from starting
-    return run_daemon(settings.load(home, problems), once=args.once, system=args.system, problems=problems)
+    return run_daemon(_with_broker(settings.load(home, problems), args.broker), once=args.once, system=args.system,
+                      problems=problems)
+
+
+def _with_broker(cfg: settings.Config, broker: str | None) -> settings.Config:
+    """``cfg`` with ``--broker`` in place of the setting, for this run."""
+    if broker is None:
+        return cfg
+    return dataclasses.replace(cfg, values={**cfg.values, "broker": broker})
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    home = home_of(args).ensure()
+    cfg = settings.load(home)
+    broker = args.broker or cfg["broker"]
+    if not broker:
+        print("deskdex: no broker: give --broker redis://HOST:PORT/N or set `broker`", file=sys.stderr)
+        return EXIT_USAGE
+    from deskdex.cluster import missing_library
+
+    try:
+        from deskdex.cluster.app import run_worker
+    except ImportError as exc:
+        if not missing_library(exc):
+            raise
+        print(f"deskdex: `deskdex worker` needs Celery and redis ({exc.name} is missing): "
+              "pip install 'deskdex[cluster]'", file=sys.stderr)
+        return EXIT_ERROR
+    return run_worker(cfg, broker, args.concurrency or os.cpu_count() or 2, name=args.name,
+                      verbose=getattr(args, "verbose", False))
 
 
 def cmd_pause_resume(args: argparse.Namespace) -> int:

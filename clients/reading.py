@@ -114,6 +114,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         info.update(_status_from_index(home.data_dir, args.failures), daemon=False, state="idle", queue=0)
         info["ocr"] = _ocr_state(home)
+    cluster = _cluster_state(home)
+    if cluster is not None:
+        info["cluster"] = cluster
     if args.json:
         print_json(info)
         return 0
@@ -135,6 +138,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     if info.get("index_bytes") is not None:  # None for another user of an enterprise-mode daemon
         say(f"index:     {_size(info['index_bytes'])} in {os.path.join(home.data_dir, 'tantivy')}")
         say(f"store:     {_size(info['store_bytes'])} in {os.path.join(home.data_dir, 'catalog.sqlite')}")
+    if cluster is not None:
+        from deskdex.cluster.status import describe
+
+        say(f"cluster:   {describe(cluster)}")
     if info.get("cpu_seconds") is not None:
         say(f"cpu:       {info['cpu_seconds']} s used since start")
     if info.get("last_commit"):
@@ -145,6 +152,27 @@ def cmd_status(args: argparse.Namespace) -> int:
     for f in info.get("failures", []):
         say(f"  {f['path'] if '#' not in f['uri'] else f['uri']}: {f['reason']}: {f['message']}{_retried(f)}")
     return 0
+
+
+def _cluster_state(home: Home) -> dict[str, Any] | None:
+    """With the setting ``broker``: the cluster as the broker sees it (cluster/status.py); None without."""
+    from deskdex import settings
+
+    try:
+        cfg = settings.load(home)
+    except DeskdexError:
+        return None  # the status above says what is wrong with the config, if the daemon does
+    if not cfg["broker"]:
+        return None
+    from deskdex.cluster import missing_library
+
+    try:
+        from deskdex.cluster.status import cluster_status
+    except ImportError as exc:
+        if not missing_library(exc):
+            raise
+        return {"broker": "(set)", "error": f"cannot be read: {exc.name} is missing (pip install 'deskdex[cluster]')"}
+    return cluster_status(cfg["broker"], float(cfg["redelivery"]))
 
 
 def _when(t: float) -> str:

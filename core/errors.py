@@ -209,6 +209,14 @@ class StoreLocked(StoreUnwritable):
     condition = "catalog locked by another program"
 
 
+class BrokerUnavailable(StoreUnwritable):
+    """The Redis broker that hands conversions to ``deskdex worker`` processes (setting ``broker``)
+    cannot be reached, or was lost. Like an index that cannot be written, a condition outside
+    deskdex that passes: the daemon keeps the work, shows ``stalled`` and tries again."""
+
+    condition = "broker unreachable"
+
+
 class StoreReadOnly(StoreUnwritable):
     code = "store_read_only"
     condition = "index is read-only"

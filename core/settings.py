@@ -56,6 +56,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("converters", {}, "Converters of your own, or in place of the built-in ones: MIME type = "
                               "\"module:function\" (a function of a Source and a MIME type that returns a "
                               "Document), used when indexing files.", str),
+    Setting("broker", "", "Redis URL (redis://[:password@]host:port/db) of a Celery broker: files are converted by "
+                          "`deskdex worker` processes, on this or other machines, that read them at the same paths; "
+                          "the index stays here. Empty: converted on this machine (docs/scale-out.md)."),
+    Setting("redelivery", 300.0, "With a broker: seconds after which a file taken by a worker that died goes to "
+                                 "another (Redis's visibility timeout). Longer than time_limit."),
     Setting("commit_every", 1000, "Documents between two commits while indexing."),
     Setting("commit_seconds", 30.0, "Longest time between two commits while indexing."),
     Setting("dup_k", 4, "Near-duplicates: most simhash bits two documents may differ in (docs/duplicates.md)."),

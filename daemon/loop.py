@@ -224,7 +224,7 @@ class Daemon:
                     check, self._check_accounts = self._check_accounts, False
                 if check:
                     self._accounts_changed()
-                if self.coll.failed and not self._store_back():
+                if (self.coll.failed or self.stall is not None) and not self._store_back():
                     continue
                 with self._cond:
                     records, self._records = self._records, []
@@ -479,14 +479,15 @@ class Daemon:
         can be written (the work kept is done next); False when stopped or still failing."""
         if self._retry_in and self._stop.wait(self._retry_in):
             return False
-        with self._write_lock:
-            try:
-                self.coll.recover()
-            except StoreError as exc:
-                self._stalled(exc)
-                return False
+        if self.coll.failed:  # a stall outside the store (the broker) left it as it was
+            with self._write_lock:
+                try:
+                    self.coll.recover()
+                except StoreError as exc:
+                    self._stalled(exc)
+                    return False
         if self.stall is not None:
-            logger.info("the index can be written again: catching up")
+            logger.info("no longer %s: catching up", self.stall.condition)
             self.stall = None
             self.state = "indexing"
         return True

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from deskdex.converters import Limits, Outcome, Source, display_path, open_regular, path_to_uri, uri_to_path
-from deskdex.errors import TRANSIENT_REASONS, ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
+from deskdex.errors import TRANSIENT_REASONS, ConfigError, ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
 from deskdex.converters.detect import compound_extension, extension
 from deskdex.converters.document import Document
 from deskdex.converters.isolation import WorkerPool
@@ -32,6 +32,7 @@ from .progress import Progress, with_bar
 from .scan import Excluder, FileInfo, walk
 
 if TYPE_CHECKING:
+    from deskdex.cluster.pool import RemotePool
     from deskdex.settings import Config
 
 logger = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class Indexer:
     def __init__(self, coll: Collection, limits: Limits = Limits(), workers: int = 2, idle: bool = False,
                  commit_every: int = 1000, commit_seconds: float = 30.0,
                  stop: threading.Event | None = None, overrides: dict[str, str] | None = None,
-                 retry_first: float = 60.0) -> None:
+                 retry_first: float = 60.0, broker: str = "", redelivery: float = 300.0) -> None:
         self.coll = coll
         self.limits = limits
         self.workers = workers
@@ -77,7 +78,11 @@ class Indexer:
         self._last_commit = time.monotonic()
         self._raw: dict[str, str] = {}  # raw checksum of each file out for conversion
         self._twins: list[FileInfo] = []  # files whose bytes were out for conversion under another name
-        self._pool: WorkerPool | None = None
+        self._pool: WorkerPool | RemotePool | None = None
+        # Setting ``broker``: files are converted by ``deskdex worker`` processes through it
+        # (deskdex.cluster); everything else stays here.
+        self.broker = broker
+        self.redelivery = redelivery
         self.converted = 0  # files converted since start (a move or rename must not add to it)
         self.stop = stop  # set by another thread: finish the file at hand, commit, raise Interrupted
         self.overrides = overrides  # the setting ``converters``: MIME type -> "module:function"
@@ -99,10 +104,11 @@ class Indexer:
     @classmethod
     def from_settings(cls, coll: Collection, cfg: Config, workers: int, idle: bool,
                       stop: threading.Event | None = None) -> Indexer:
-        """An indexer with ``cfg``'s limits, converters, commit batches and retry back-off."""
+        """An indexer with ``cfg``'s limits, converters, commit batches, retry back-off and broker."""
         return cls(coll, Limits.from_settings(cfg), workers=workers, idle=idle,
                    commit_every=int(cfg["commit_every"]), commit_seconds=float(cfg["commit_seconds"]),
-                   stop=stop, overrides=cfg["converters"], retry_first=float(cfg["retry_first"]))
+                   stop=stop, overrides=cfg["converters"], retry_first=float(cfg["retry_first"]),
+                   broker=str(cfg["broker"]), redelivery=float(cfg["redelivery"]))
 
     def scan(self, roots: Iterable[str], excludes: Iterable[str] = ()) -> list[FileInfo]:
         excluder = Excluder(excludes)
@@ -159,7 +165,14 @@ class Indexer:
         return summary
 
     @property
-    def pool(self) -> WorkerPool:
+    def pool(self) -> WorkerPool | RemotePool:
+        if self._pool is None and self.broker:
+            if self.run_as is not None:
+                raise ConfigError("setting broker: enterprise mode converts every file with its owner's rights, "
+                                  "on this machine; it cannot hand files to workers elsewhere")
+            from deskdex.cluster.pool import RemotePool
+
+            self._pool = RemotePool(self.broker, self.limits, self.redelivery)
         if self._pool is None:
             self._pool = WorkerPool(self.workers, self.limits, idle=self.idle, overrides=self.overrides,
                                     enrich="deskdex.index.features:enrich")

@@ -16,10 +16,13 @@ ALLOWED = {
     "deskdex.converters": {"deskdex"},
     "deskdex.index": {"deskdex", "deskdex.converters"},
     "deskdex.webcrawl": {"deskdex", "deskdex.converters", "deskdex.index"},  # checksums of fetched pages
-    "deskdex.pipeline": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl"},
-    "deskdex.daemon": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl", "deskdex.pipeline"},
+    # Conversions on other machines (Celery): what a worker converts and what it sends back.
+    "deskdex.cluster": {"deskdex", "deskdex.converters", "deskdex.index"},
+    "deskdex.pipeline": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl", "deskdex.cluster"},
+    "deskdex.daemon": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl", "deskdex.pipeline",
+                       "deskdex.cluster"},
     "deskdex.clients": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl", "deskdex.pipeline",
-                        "deskdex.daemon", "deskdex.packaging"},
+                        "deskdex.daemon", "deskdex.packaging", "deskdex.cluster"},
     "deskdex.packaging": set(),
 }
 

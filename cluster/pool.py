@@ -1,0 +1,135 @@
+"""The coordinator's side: converters.isolation.WorkerPool's ``map`` over the broker, for the
+indexer, which keeps the one writer and everything it does (checksums, copies, the catalog, the
+index) on this machine. Only the conversion, the costly part, goes to the workers."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from deskdex.converters.convert import Outcome
+from deskdex.errors import BrokerUnavailable, ConverterCrashed
+
+from . import wire
+from .app import QUEUE, TASK, make_app
+
+if TYPE_CHECKING:
+    from deskdex.converters.limits import Limits
+    from deskdex.converters.source import Source
+
+logger = logging.getLogger(__name__)
+
+# Files out at once: enough to keep a few dozen workers busy, few enough that a coordinator that
+# stops leaves little converted for nothing.
+WINDOW = 64
+# Times a file is sent before it is recorded as a crash: a Redis restarted without persistence
+# loses its queue, and a file sent again after a silence costs one more conversion at most.
+ATTEMPTS = 3
+
+
+class RemotePool:
+    def __init__(self, broker: str, limits: Limits, redelivery: float, window: int = WINDOW) -> None:
+        import redis
+
+        self.broker = broker
+        self.limits = limits
+        self.window = window
+        # No reply for this long while files are out (the queue has not moved): the oldest is sent
+        # again. Past the conversion's own limit and a dead worker's redelivery, with a margin.
+        self.silence = limits.time_seconds + redelivery + 30.0
+        self._app = make_app(broker, redelivery)
+        self._redis = redis.Redis.from_url(broker, socket_connect_timeout=5)
+        self._reply = f"deskdex:reply:{uuid.uuid4().hex}"
+        self._limits = wire.limits_to_wire(limits)
+
+    def pids(self) -> list[int]:
+        return []  # no process of this machine converts
+
+    def close(self) -> None:
+        import redis
+
+        try:
+            self._redis.delete(self._reply)  # late replies to files given up recreate it, for REPLY_TTL
+            self._redis.close()
+        except redis.RedisError:
+            pass
+
+    def _send(self, source: Source) -> str:
+        tid = uuid.uuid4().hex
+        try:
+            self._app.send_task(TASK, args=[wire.source_to_wire(source), self._limits, self._reply],
+                                task_id=tid, queue=QUEUE)
+        except Exception as exc:  # kombu's OperationalError and the transport's own errors
+            raise BrokerUnavailable(f"cannot queue a file on the broker {shown_url(self.broker)}: {exc}") from exc
+        return tid
+
+    def map(self, sources: Iterable[Source], stop: threading.Event | None = None
+            ) -> Iterator[tuple[Source, list[Outcome]]]:
+        """Convert every source on the workers; yields (source, outcomes) in completion order.
+        With ``stop`` set, the files out are abandoned (a worker converts them for nothing) and
+        the iteration ends."""
+        import redis
+
+        todo = iter(sources)
+        out: OrderedDict[str, tuple[Source, int]] = OrderedDict()  # task id -> (source, attempt), oldest first
+        exhausted = False
+        last_news = time.monotonic()
+        while True:
+            while not exhausted and len(out) < self.window:
+                source = next(todo, None)
+                if source is None:
+                    exhausted = True
+                    break
+                out[self._send(source)] = (source, 1)
+                if len(out) == 1:
+                    last_news = time.monotonic()
+            if not out:
+                return
+            if stop is not None and stop.is_set():
+                return
+            try:
+                item = self._redis.blpop([self._reply], timeout=0.25 if stop is not None else 1.0)
+            except redis.RedisError as exc:
+                raise BrokerUnavailable(f"lost the broker {shown_url(self.broker)}: {exc}") from exc
+            if item is not None:
+                try:
+                    msg = json.loads(item[1])
+                    entry = out.pop(str(msg["id"]), None)
+                    if entry is None:
+                        continue  # a second delivery's result, or one for a file given up
+                    outcomes = wire.outcomes_from_wire(msg["outcomes"])
+                except (ValueError, KeyError, TypeError, wire.BadMessage) as exc:
+                    logger.error("dropped a reply that is not a worker's: %s", exc)
+                    continue
+                last_news = time.monotonic()
+                yield entry[0], outcomes
+                continue
+            if time.monotonic() - last_news < self.silence:
+                continue
+            tid, (source, attempt) = out.popitem(last=False)
+            last_news = time.monotonic()
+            if attempt < ATTEMPTS:
+                logger.warning("no worker answered for %s in %.0f s: sent again", source.uri, self.silence)
+                out[self._send(source)] = (source, attempt + 1)
+            else:
+                yield source, [Outcome(source.uri, reason=ConverterCrashed.reason,
+                                       message=f"no deskdex worker converted it ({ATTEMPTS} tries, "
+                                               f"{self.silence:.0f} s each): is one running?")]
+
+
+def shown_url(url: str) -> str:
+    """A broker URL without its password, for messages and logs."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
