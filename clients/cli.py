@@ -119,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     s.add_argument("--broker", metavar="URL", default=None,
                    help="convert through `deskdex worker` processes of this Redis broker (setting `broker`)")
+    s.add_argument("--shard", metavar="I/N", default=None,
+                   help="index only the files whose folder hashes to I of N: one shard of a collection split "
+                        "over N homes, searched as one through the setting `shards`")
     s.set_defaults(func=managing.cmd_index)
 
     s = sub.add_parser("retry", parents=[common], help="convert again the files whose failure may pass now",

@@ -58,7 +58,7 @@ def _without_daemon(args: dict[str, Any]) -> Any:
     index here (it may ask the system daemon), or any error (it reports it)."""
     try:
         home = Home.resolve(args["home"]).check()
-        if not os.path.exists(os.path.join(home.data_dir, "catalog.sqlite")):
+        if not os.path.exists(os.path.join(home.data_dir, "catalog.sqlite")) or _may_name_shards(home.config_file):
             return None
         from deskdex.index import Collection, search
 
@@ -68,6 +68,18 @@ def _without_daemon(args: dict[str, Any]) -> Any:
                           similar=args["similar"])
     except DeskdexError:
         return None
+
+
+def _may_name_shards(config_file: str) -> bool:
+    """Whether the config may set ``shards`` (other indexes searched with this one), which the
+    full command line reads. The word anywhere in the file, a comment included, says maybe: a
+    false yes costs the full command line's start, never a wrong answer; parsing TOML here would
+    cost every search that start."""
+    try:
+        with open(config_file, "rb") as f:
+            return b"shards" in f.read()
+    except OSError:
+        return False
 
 
 def _through_daemon(args: dict[str, Any]) -> int | None:

@@ -36,13 +36,27 @@ def cmd_index(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     paths = [os.path.abspath(p) for p in args.paths]
     home = home_of(args)
+    shard = None
+    if args.shard is not None:
+        from deskdex.webcrawl.runs import parse_shard
+
+        try:
+            shard = parse_shard(args.shard)
+        except ValueError:
+            print(f"deskdex: --shard wants I/N with 0 <= I < N, not {args.shard!r}", file=sys.stderr)
+            return EXIT_USAGE
+    if (shard or args.broker) and ask_daemon(args, "status") is not None:
+        print("deskdex: the daemon of this home indexes with its own settings: stop it to index with "
+              "--shard or --broker, or set them for it", file=sys.stderr)
+        return EXIT_USAGE
     # The daemon holds the writer: hand it the job. Without one, do it here.
     summary = _index_by_daemon(home.socket, paths, progress=not args.no_progress)
     if summary is None:
         cfg = _with_broker(settings.load(home.ensure()), args.broker)
         workers = args.workers or os.cpu_count() or 2
         with stop_on_signal() as stop:
-            summary = index_once(cfg, paths, workers=workers, progress=not args.no_progress, stop=stop).to_json()
+            summary = index_once(cfg, paths, workers=workers, progress=not args.no_progress, stop=stop,
+                                 shard=shard).to_json()
     if args.json:
         print_json(summary)
     else:

@@ -51,11 +51,18 @@ def cmd_search(args: argparse.Namespace) -> int:
     results = ask_daemon(args, "search", query=query, limit=limit, offset=args.offset, sort=args.sort,
                          all=args.all, snippets=snippets, similar=args.similar)
     if results is None:
-        from deskdex.index import Collection, search
+        from contextlib import ExitStack
 
-        with Collection.open(home_of(args).data_dir) as coll:
-            results = search(coll, query, limit=limit, offset=args.offset, sort=args.sort,
-                             snippets=snippets, collapse=not args.all, similar=args.similar)
+        from deskdex import settings
+        from deskdex.index import Collection
+        from deskdex.index.shards import open_shards, search_shards
+
+        home = home_of(args)
+        with ExitStack() as stack:
+            colls = [stack.enter_context(Collection.open(home.data_dir)),
+                     *open_shards(stack, settings.load(home)["shards"])]
+            results = search_shards(colls, query, limit=limit, offset=args.offset, sort=args.sort,
+                                    snippets=snippets, collapse=not args.all, similar=args.similar)
     if args.open:
         hits = results["hits"]
         if args.open > len(hits):

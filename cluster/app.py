@@ -96,22 +96,23 @@ class _WorkerState:
 _STATE = _WorkerState()
 
 
-def _convert(task: Any, source: dict[str, Any], limits: dict[str, Any], reply: str) -> None:
+def _convert(task: Any, sources: list[dict[str, Any]], limits: dict[str, Any], reply: str) -> None:
+    """Convert a batch of files, pushing each one's result as it is done: the coordinator stores
+    it at once, and a redelivered batch only repeats files whose results it will drop."""
     try:
-        src = wire.source_from_wire(source)
+        batch = {f"{task.request.id}:{i}": wire.source_from_wire(s) for i, s in enumerate(sources)}
         lim = wire.limits_from_wire(limits)
     except wire.BadMessage as exc:
         logger.error("dropped a task that is not deskdex's: %s", exc)  # acknowledged: it can never succeed
         return
-    outcomes: list[Outcome] = []
-    for _, outcomes in _STATE.pool(lim).map([src]):
-        pass
+    ids = {src.uri: key for key, src in batch.items()}
     assert _STATE.redis is not None
-    body = json.dumps({"id": task.request.id, "outcomes": wire.outcomes_to_wire(outcomes)})
-    pipe = _STATE.redis.pipeline()
-    pipe.rpush(reply, body)
-    pipe.expire(reply, REPLY_TTL)
-    pipe.execute()
+    for src, outcomes in _STATE.pool(lim).map(batch.values()):
+        body = json.dumps({"id": ids[src.uri], "outcomes": wire.outcomes_to_wire(outcomes)})
+        pipe = _STATE.redis.pipeline()
+        pipe.rpush(reply, body)
+        pipe.expire(reply, REPLY_TTL)
+        pipe.execute()
 
 
 def run_worker(cfg: Config, broker: str, concurrency: int, name: str | None = None, verbose: bool = False) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 import uuid
@@ -27,7 +28,11 @@ logger = logging.getLogger(__name__)
 
 # Files out at once: enough to keep a few dozen workers busy, few enough that a coordinator that
 # stops leaves little converted for nothing.
-WINDOW = 64
+WINDOW = 64  # at least BATCH_FILES
+# Files in one task: Celery and Redis cost about 2 ms a task on each side, more than a small note's
+# conversion; a batch stops at BATCH_BYTES, so that large files still spread over the workers.
+BATCH_FILES = 16
+BATCH_BYTES = 1 << 20
 # Times a file is sent before it is recorded as a crash: a Redis restarted without persistence
 # loses its queue, and a file sent again after a silence costs one more conversion at most.
 ATTEMPTS = 3
@@ -60,14 +65,15 @@ class RemotePool:
         except redis.RedisError:
             pass
 
-    def _send(self, source: Source) -> str:
+    def _send(self, batch: list[Source]) -> list[str]:
+        """Queue ``batch`` as one task; the ids its files' results come back with."""
         tid = uuid.uuid4().hex
         try:
-            self._app.send_task(TASK, args=[wire.source_to_wire(source), self._limits, self._reply],
+            self._app.send_task(TASK, args=[[wire.source_to_wire(s) for s in batch], self._limits, self._reply],
                                 task_id=tid, queue=QUEUE)
         except Exception as exc:  # kombu's OperationalError and the transport's own errors
-            raise BrokerUnavailable(f"cannot queue a file on the broker {shown_url(self.broker)}: {exc}") from exc
-        return tid
+            raise BrokerUnavailable(f"cannot queue files on the broker {shown_url(self.broker)}: {exc}") from exc
+        return [f"{tid}:{i}" for i in range(len(batch))]
 
     def map(self, sources: Iterable[Source], stop: threading.Event | None = None
             ) -> Iterator[tuple[Source, list[Outcome]]]:
@@ -77,18 +83,25 @@ class RemotePool:
         import redis
 
         todo = iter(sources)
-        out: OrderedDict[str, tuple[Source, int]] = OrderedDict()  # task id -> (source, attempt), oldest first
+        out: OrderedDict[str, tuple[Source, int]] = OrderedDict()  # file id -> (source, attempt), oldest first
         exhausted = False
         last_news = time.monotonic()
         while True:
-            while not exhausted and len(out) < self.window:
-                source = next(todo, None)
-                if source is None:
-                    exhausted = True
-                    break
-                out[self._send(source)] = (source, 1)
-                if len(out) == 1:
-                    last_news = time.monotonic()
+            # A new batch once a whole one fits: sent as each file came back, batches would be of one.
+            while not exhausted and len(out) + BATCH_FILES <= self.window:
+                batch: list[Source] = []
+                size = 0
+                while len(batch) < BATCH_FILES and size < BATCH_BYTES:
+                    source = next(todo, None)
+                    if source is None:
+                        exhausted = True
+                        break
+                    batch.append(source)
+                    size += _size(source)
+                if batch:
+                    if not out:
+                        last_news = time.monotonic()
+                    out.update(zip(self._send(batch), ((s, 1) for s in batch)))
             if not out:
                 return
             if stop is not None and stop.is_set():
@@ -112,15 +125,24 @@ class RemotePool:
                 continue
             if time.monotonic() - last_news < self.silence:
                 continue
-            tid, (source, attempt) = out.popitem(last=False)
+            fid, (source, attempt) = out.popitem(last=False)
             last_news = time.monotonic()
             if attempt < ATTEMPTS:
                 logger.warning("no worker answered for %s in %.0f s: sent again", source.uri, self.silence)
-                out[self._send(source)] = (source, attempt + 1)
+                out[self._send([source])[0]] = (source, attempt + 1)
             else:
                 yield source, [Outcome(source.uri, reason=ConverterCrashed.reason,
                                        message=f"no deskdex worker converted it ({ATTEMPTS} tries, "
                                                f"{self.silence:.0f} s each): is one running?")]
+
+
+def _size(source: Source) -> int:
+    if source.data is not None:
+        return len(source.data)
+    try:
+        return os.stat(source.path or "").st_size
+    except OSError:
+        return 0  # the worker says what became of it
 
 
 def shown_url(url: str) -> str:

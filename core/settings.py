@@ -61,6 +61,8 @@ SETTINGS: tuple[Setting, ...] = (
                           "the index stays here. Empty: converted on this machine (docs/scale-out.md)."),
     Setting("redelivery", 300.0, "With a broker: seconds after which a file taken by a worker that died goes to "
                                  "another (Redis's visibility timeout). Longer than time_limit."),
+    Setting("shards", [], "Other indexes searched with this one as one: the homes (or data folders) of shards "
+                          "written elsewhere, e.g. by `deskdex index --shard I/N` (docs/scale-out.md).", str),
     Setting("commit_every", 1000, "Documents between two commits while indexing."),
     Setting("commit_seconds", 30.0, "Longest time between two commits while indexing."),
     Setting("dup_k", 4, "Near-duplicates: most simhash bits two documents may differ in (docs/duplicates.md)."),

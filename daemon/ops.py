@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import resource
 import time
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Callable
 
 from deskdex import protocol
 from deskdex.converters.ocr import state as ocr_state
 from deskdex.errors import BadArgs
-from deskdex.index import reports, search
+from deskdex.index import reports
+from deskdex.index.shards import open_shards, search_shards
 from deskdex.index.access import EVERYONE
 from deskdex.index.readable import ReadableClusters, may_read
 from deskdex.pipeline.similar import convert_one, near_duplicates
@@ -117,9 +119,11 @@ class Ops:
     def search(self, req: Request) -> SearchResults:
         a = req.args
         reader_uid = self._reader_uid(req.peer)
-        with self.daemon.reading() as reader:
-            return search(reader, a["query"], limit=a["limit"], offset=a["offset"], sort=a["sort"],
-                          collapse=not a["all"], reader=reader_uid, snippets=a["snippets"], similar=a["similar"])
+        with self.daemon.reading() as reader, ExitStack() as stack:
+            shards = open_shards(stack, self.daemon.cfg["shards"])
+            return search_shards([reader, *shards], a["query"], limit=a["limit"], offset=a["offset"], sort=a["sort"],
+                                 collapse=not a["all"], reader=reader_uid, snippets=a["snippets"],
+                                 similar=a["similar"])
 
     # -- root's (or the owner's) ops ------------------------------------------------------------------
     def dups(self, req: Request) -> dict[str, Any]:

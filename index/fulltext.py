@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import tantivy
 
@@ -56,35 +56,48 @@ def language_code(word: str) -> str | None:
     return next((code for code, name in LANGUAGES.items() if name == word), None)
 
 
+def _field_specs() -> list[tuple[str, str, dict[str, Any]]]:
+    """(kind, name, options) of every field, in the schema's order: a field's place here is the
+    id tantivy's score explanations name it by (index/shards.py reads them)."""
+    text = "text"
+    specs: list[tuple[str, str, dict[str, Any]]] = [
+        (text, "uri", {"stored": True, "tokenizer_name": "raw"}),
+        (text, "title", {"stored": True, "tokenizer_name": TEXT}),
+        (text, "headings", {"stored": False, "tokenizer_name": TEXT}),
+        (text, "body", {"stored": False, "tokenizer_name": TEXT}),
+        *((text, body_field(code), {"stored": False, "tokenizer_name": f"{TEXT}_{code}"}) for code in STEMMED),
+        (text, "name", {"stored": False, "tokenizer_name": TEXT}),
+        (text, "boiler", {"stored": False, "tokenizer_name": TEXT}),
+        (text, "author", {"stored": True, "tokenizer_name": TEXT}),
+        (text, "anchors", {"stored": False, "tokenizer_name": TEXT}),  # text of links pointing here (web)
+        # Chinese, Japanese and Korean have no spaces: their runs are indexed as character bigrams
+        # (phrase-searchable) and single characters, as Lucene's CJK analyzer does.
+        (text, "cjk", {"stored": False, "tokenizer_name": "whitespace"}),
+        (text, "cjk1", {"stored": False, "tokenizer_name": "whitespace", "index_option": "freq"}),
+        (text, "path", {"stored": True, "tokenizer_name": PATH}),
+        ("facet", "folder", {}),
+        (text, "ext", {"stored": True, "tokenizer_name": "raw"}),
+        (text, "mime", {"stored": True, "tokenizer_name": "raw"}),
+        (text, "source", {"stored": True, "tokenizer_name": "raw"}),
+        (text, "lang", {"stored": True, "tokenizer_name": "raw"}),
+        (text, "blob", {"stored": True, "tokenizer_name": "raw", "index_option": "basic"}),
+        ("integer", "size", {"stored": True, "indexed": True, "fast": True}),
+        ("integer", "mtime", {"stored": True, "indexed": True, "fast": True}),
+        ("integer", "cluster", {"stored": True, "indexed": True, "fast": True}),
+        # Who may read the document (uids, -1 for everyone; index/access.py): filters an
+        # enterprise-mode daemon's results to what the caller may read.
+        ("integer", "reader", {"stored": False, "indexed": True}),
+    ]
+    return specs
+
+
+FIELD_NAMES = tuple(name for _, name, _ in _field_specs())
+
+
 def build_schema() -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
-    sb.add_text_field("uri", stored=True, tokenizer_name="raw")
-    sb.add_text_field("title", stored=True, tokenizer_name=TEXT)
-    sb.add_text_field("headings", stored=False, tokenizer_name=TEXT)
-    sb.add_text_field("body", stored=False, tokenizer_name=TEXT)
-    for code in STEMMED:
-        sb.add_text_field(body_field(code), stored=False, tokenizer_name=f"{TEXT}_{code}")
-    sb.add_text_field("name", stored=False, tokenizer_name=TEXT)
-    sb.add_text_field("boiler", stored=False, tokenizer_name=TEXT)
-    sb.add_text_field("author", stored=True, tokenizer_name=TEXT)
-    sb.add_text_field("anchors", stored=False, tokenizer_name=TEXT)  # text of links pointing here (web)
-    # Chinese, Japanese and Korean have no spaces: their runs are indexed as character bigrams
-    # (phrase-searchable) and single characters, as Lucene's CJK analyzer does.
-    sb.add_text_field("cjk", stored=False, tokenizer_name="whitespace")
-    sb.add_text_field("cjk1", stored=False, tokenizer_name="whitespace", index_option="freq")
-    sb.add_text_field("path", stored=True, tokenizer_name=PATH)
-    sb.add_facet_field("folder")
-    sb.add_text_field("ext", stored=True, tokenizer_name="raw")
-    sb.add_text_field("mime", stored=True, tokenizer_name="raw")
-    sb.add_text_field("source", stored=True, tokenizer_name="raw")
-    sb.add_text_field("lang", stored=True, tokenizer_name="raw")
-    sb.add_text_field("blob", stored=True, tokenizer_name="raw", index_option="basic")
-    sb.add_integer_field("size", stored=True, indexed=True, fast=True)
-    sb.add_integer_field("mtime", stored=True, indexed=True, fast=True)
-    sb.add_integer_field("cluster", stored=True, indexed=True, fast=True)
-    # Who may read the document (uids, -1 for everyone; index/access.py): filters an
-    # enterprise-mode daemon's results to what the caller may read.
-    sb.add_integer_field("reader", stored=False, indexed=True)
+    for kind, name, options in _field_specs():
+        getattr(sb, f"add_{kind}_field")(name, **options)
     return sb.build()
 
 

@@ -23,7 +23,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 import tantivy
 
@@ -99,10 +99,20 @@ def tokenize(query: str) -> list[_Tok]:
     return out
 
 
+class WordStats(Protocol):
+    """Word statistics LEVELLED fields are weighed by: a tantivy Searcher's, or several indexes'
+    pooled (index/shards.py), so that shards weigh a word as one index would."""
+
+    @property
+    def num_docs(self) -> int: ...
+
+    def doc_freq(self, field_name: str, field_value: str) -> int: ...
+
+
 class Parser:
     def __init__(self, schema: tantivy.Schema, query: str, now: Callable[[], dt.datetime] = dt.datetime.now,
                  constant: bool = False, has_dup: Callable[[], tantivy.Query] | None = None,
-                 searcher: tantivy.Searcher | None = None) -> None:
+                 searcher: WordStats | None = None) -> None:
         """``constant``: every clause scores its field weight when it matches, instead of BM25,
         so a score depends on the document and the query alone (index/search.py, for a reader
         of an enterprise-mode daemon). ``has_dup``: what ``dup:yes`` matches, when not every
@@ -491,5 +501,5 @@ FIELDS: dict[str, Callable[[Parser, str, int], tantivy.Query]] = {
 
 def parse(schema: tantivy.Schema, query: str, now: Callable[[], dt.datetime] = dt.datetime.now,
           constant: bool = False, has_dup: Callable[[], tantivy.Query] | None = None,
-          searcher: tantivy.Searcher | None = None) -> tantivy.Query:
+          searcher: WordStats | None = None) -> tantivy.Query:
     return Parser(schema, query, now, constant, has_dup, searcher).parse()

@@ -16,6 +16,7 @@ from deskdex.errors import BadArgs, QueryError
 from deskdex.protocol import MAX_LIMIT
 
 from . import query as query_language
+from .query import WordStats
 from .access import EVERYONE
 from .collection import Collection
 from .fulltext import body_field
@@ -34,9 +35,11 @@ SORTS = {"relevance": None, "date": "mtime", "size": "size"}
 MAX_WINDOW = 100_000
 
 
-def parse(index: tantivy.Index, query: str, readable: ReadableClusters | None = None) -> tantivy.Query:
+def parse(index: tantivy.Index, query: str, readable: ReadableClusters | None = None,
+          stats: WordStats | None = None) -> tantivy.Query:
     """The tantivy query; with ``readable``, for that reader: clauses scored by constant weights and
-    ``dup:`` about the reader's duplicates (index/query.py)."""
+    ``dup:`` about the reader's duplicates (index/query.py). ``stats``: the word statistics fields
+    are weighed by (default: this index's)."""
     has_dup = None
     if readable is not None:
         def has_dup() -> tantivy.Query:
@@ -44,14 +47,14 @@ def parse(index: tantivy.Index, query: str, readable: ReadableClusters | None = 
             return tantivy.Query.term_set_query(index.schema, "uri", uris) if uris else tantivy.Query.empty_query()
     try:
         return query_language.parse(index.schema, query, constant=readable is not None, has_dup=has_dup,
-                                    searcher=index.searcher())
+                                    searcher=stats if stats is not None else index.searcher())
     except ValueError as exc:  # tantivy refused a query we built: still the user's query's fault
         raise QueryError(f"cannot search for {query!r}: {exc}") from exc
 
 
 def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snippets: bool = True,
            sort: str = "relevance", collapse: bool = True, reader: int | None = None,
-           similar: str | None = None) -> SearchResults:
+           similar: str | None = None, stats: WordStats | None = None) -> SearchResults:
     """Ranked hits; with ``collapse`` one per group of copies (index/readable.py: the same text
     in the same format, or near-copies of one format and language), where its best hit ranks,
     each saying how many copies it stands for (``duplicates``) and how many other documents of
@@ -76,9 +79,9 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
     readable = ReadableClusters(coll.catalog.db, reader) if reader is not None else None
     view = readable or ReadableClusters(coll.catalog.db, None)
     if similar is None:
-        q = parse(coll.index, query, readable)
+        q = parse(coll.index, query, readable, stats)
     else:
-        q = _among_similar(coll, parse(coll.index, query, readable) if query.strip() else None, similar, view)
+        q = _among_similar(coll, parse(coll.index, query, readable, stats) if query.strip() else None, similar, view)
         collapse, snippets = False, snippets and bool(query.strip())
     if reader is not None:
         allowed = tantivy.Query.term_set_query(coll.index.schema, "reader", [reader, EVERYONE])

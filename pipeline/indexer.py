@@ -488,12 +488,19 @@ def _due(row: Row) -> bool:
 
 
 def index_once(cfg: Config, roots: list[str], workers: int, progress: bool,
-               stop: threading.Event | None = None) -> Summary:
+               stop: threading.Event | None = None, shard: tuple[int, int] | None = None) -> Summary:
     """``deskdex index``: bring the index in line with ``roots`` once, at normal priority. ``stop``
-    set (a signal): the conversions under way are abandoned, the rest committed, Interrupted raised."""
+    set (a signal): the conversions under way are abandoned, the rest committed, Interrupted raised.
+    ``shard`` (I, N): only the files whose folder hashes to I of N (the others, if indexed here
+    before, are dropped)."""
     with Collection.from_settings(cfg, writable=True) as coll:
         indexer = Indexer.from_settings(coll, cfg, workers=workers, idle=False, stop=stop)
         files = indexer.scan(roots, cfg["exclude"])
+        if shard is not None and shard[1] > 1:
+            from deskdex.webcrawl.urls import shard_of
+
+            # By folder, not by file: a folder's files (a project, an album) rank and cluster together.
+            files = [f for f in files if shard_of(os.path.dirname(f.path), shard[1]) == shard[0]]
         with with_bar(len(files) if progress else 0, min_total=1) as shown:
             return indexer.sync(roots, files, progress=shown)
 

@@ -94,8 +94,10 @@ def in_scope(url: str, seeds: list[str], scope: str) -> bool:
 
 
 def shard_of(site: str, shards: int) -> int:
-    """Which of ``shards`` crawler instances owns ``site``: a stable hash of the host, as the notes say."""
-    digest = hashlib.blake2b(site.encode("utf-8"), digest_size=8).digest()
+    """Which of ``shards`` crawler instances owns ``site``: a stable hash of the host, as the notes say.
+    Also which index shard a folder's files go to (``deskdex index --shard``): a path's bytes that
+    are not UTF-8 are hashed as they are (surrogateescape)."""
+    digest = hashlib.blake2b(site.encode("utf-8", "surrogateescape"), digest_size=8).digest()
     return int.from_bytes(digest, "big") % shards
 
 

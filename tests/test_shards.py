@@ -1,0 +1,141 @@
+"""Sharded indexes searched as one: a collection split over 3 homes by `deskdex index --shard I/N`
+(each shard written by its own process), searched from a fourth home whose setting ``shards`` names
+them, answers like one index holding every document (issue 19)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from .conftest import CLI
+from .test_dups_cli import WORDS
+
+def _docstrings(module: Path) -> str:
+    """A module's docstrings: real English prose with real word statistics (Zipf's, not a
+    generator's), found on every machine that runs the tests."""
+    import ast
+
+    try:
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, ValueError):
+        return ""
+    nodes = [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef)))]
+    return "\n\n".join(d for d in (ast.get_docstring(n) for n in nodes) if d)
+
+
+def _tree(root: Path, rnd: random.Random) -> list[Path]:
+    """200 documents in 40 folders: the docstrings of the standard library's modules."""
+    import sysconfig
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    modules = [m for m in sorted(stdlib.rglob("*.py"))
+               if not {"test", "tests", "idlelib", "site-packages", "lib2to3"} & set(m.relative_to(stdlib).parts)]
+    texts = [(".".join(m.relative_to(stdlib).with_suffix("").parts), t) for m in modules
+             if len(t := _docstrings(m)) > 300]
+    rnd.shuffle(texts)
+    files = []
+    for i, (name, body) in enumerate(texts[:200]):
+        folder = root / f"folder{i % 40:02}"
+        folder.mkdir(parents=True, exist_ok=True)
+        p = folder / f"{name}.txt"
+        p.write_text(f"{name}\n\n{body}")
+        files.append(p)
+    return files
+
+
+QUERIES = ["http request", "json decode", "thread lock", "random number", "file path", "unicode string",
+           "socket connection", "email message", "zip archive", "date time format", "regular expression",
+           "temporary file", "hash function", "process signal", "compress data", "sort list", "xml parser",
+           "url encode", "csv reader", "logging handler", "title:calendar", "ext:txt queue"]
+
+
+def _home(tmp_path: Path, name: str, config: str = "") -> CLI:
+    home = tmp_path / name
+    (home / "config").mkdir(parents=True)
+    (home / "config" / "config.toml").write_text(config)
+    return CLI(home)
+
+
+def test_three_shards_answer_like_one_index(tmp_path: Path):
+    rnd = random.Random(19)
+    docs = tmp_path / "docs"
+    files = _tree(docs, rnd)
+    # One text in two folders of different shards: a copy the merge must show once.
+    copy_text = "Isthmus harpoon report\n\n" + " ".join(rnd.choice(WORDS) for _ in range(200))
+    (docs / "folder00" / "isthmus.txt").write_text(copy_text)
+    shards = [_home(tmp_path, f"shard{i}") for i in range(3)]
+    one = _home(tmp_path, "one")
+    one.run("index", str(docs))
+    counts = []
+    for i, shard in enumerate(shards):
+        summary = json.loads(shard.run("index", str(docs), "--shard", f"{i}/3", "--json").stdout)
+        counts.append(summary["indexed"] + summary["reused"])
+    assert len(files) >= 150 and sum(counts) == len(files) + 1 and min(counts) > 0, (len(files), counts)
+    other = next(f for f in sorted(docs.iterdir()) if _shard_of(f) != _shard_of(docs / "folder00"))
+    (other / "isthmus-copy.txt").write_text(copy_text)
+    one.run("index", str(docs))
+    for i, shard in enumerate(shards):
+        shard.run("index", str(docs), "--shard", f"{i}/3")
+
+    front = _home(tmp_path, "front", "shards = [" + ", ".join(json.dumps(str(s.home)) for s in shards) + "]\n")
+    (tmp_path / "nothing-here").mkdir()
+    front.run("index", str(tmp_path / "nothing-here"))  # a home of its own, empty
+    same = 0
+    for q in QUERIES:
+        merged = front.json("search", *q.split(), "--limit", "10")
+        whole = one.json("search", *q.split(), "--limit", "10")
+        assert merged["total"] == whole["total"], q
+        hits = merged["hits"]
+        # Well-formed: unique, ranked, each with a snippet holding a word of the query.
+        assert len({h["uri"] for h in hits}) == len(hits) == len(whole["hits"]), q
+        assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True), q
+        assert all(h["snippet"] and h["path"] for h in hits), q
+        same += {h["uri"] for h in hits} == {h["uri"] for h in whole["hits"]}
+    assert same >= 0.9 * len(QUERIES), f"{same} of {len(QUERIES)} queries have one index's top 10"
+
+    # The daemon's socket answers the same, from every shard (the tray asks it too).
+    from .daemon_fixture import DaemonProcess
+
+    alone = {q: front.json("search", *q.split(), "--limit", "10")["hits"] for q in QUERIES[:6]}
+    daemon = DaemonProcess(front.home, [tmp_path / "nothing-here"],
+                           extra_config=(front.home / "config" / "config.toml").read_text())
+    daemon.start()
+    try:
+        for q, hits in alone.items():
+            answered = daemon.call("search", query=q, limit=10)["hits"]
+            assert [h["uri"] for h in answered] == [h["uri"] for h in hits], q
+    finally:
+        daemon.stop()
+
+    # The copy in two shards shows once, standing for the other, as in one index.
+    merged = front.json("search", "isthmus", "harpoon", "report")
+    whole = one.json("search", "isthmus", "harpoon", "report")
+    assert [(Path(h["path"]).name, h["duplicates"]) for h in merged["hits"][:1]] == \
+        [(Path(h["path"]).name, h["duplicates"]) for h in whole["hits"][:1]]
+    assert merged["hits"][0]["duplicates"] == 1
+    assert sum(Path(h["path"]).name.startswith("isthmus") for h in merged["hits"]) == 1
+
+
+def _shard_of(folder: Path) -> int:
+    """The shard `deskdex index --shard I/3` puts this folder's files in."""
+    from deskdex.webcrawl.urls import shard_of
+
+    return shard_of(str(folder), 3)
+
+
+def test_a_missing_shard_is_named(tmp_path: Path):
+    front = _home(tmp_path, "front", f'shards = ["{tmp_path / "gone"}"]\n')
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("some words here")
+    front.run("index", str(docs))
+    p = front.run("search", "words", check=False)
+    assert p.returncode != 0 and "shard" in p.stderr and "gone" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_shard_argument_is_checked(tmp_path: Path):
+    cli = _home(tmp_path, "h")
+    for bad in ("3/3", "x", "1/0", "-1/2"):
+        p = cli.run("index", str(tmp_path), "--shard", bad, check=False)
+        assert p.returncode == 2 and "--shard" in p.stderr, (bad, p.stderr)
