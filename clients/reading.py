@@ -121,9 +121,16 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         info.update(_status_from_index(home.data_dir, args.failures), daemon=False, state="idle", queue=0)
         info["ocr"] = _ocr_state(home)
-    cluster = _cluster_state(home)
+    cfg = _settings_or_none(home)
+    cluster = _cluster_state(cfg) if cfg is not None else None
     if cluster is not None:
         info["cluster"] = cluster
+    if cfg is not None and cfg["shards"]:
+        from deskdex.index.shards import data_dir_of
+
+        info["shards"] = [{"home": p, **{k: v for k, v in _status_from_index(data_dir_of(p), False).items()
+                                         if k in ("documents", "failed", "index_bytes", "store_bytes", "last_commit",
+                                                  "note")}} for p in cfg["shards"]]
     if args.json:
         print_json(info)
         return 0
@@ -149,6 +156,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         from deskdex.cluster.status import describe
 
         say(f"cluster:   {describe(cluster)}")
+    for shard in info.get("shards", []):
+        say(f"shard:     {shard['home']}: " + (shard["note"] if "note" in shard else
+                                               f"{shard['documents']} documents, {shard['failed']} failed, "
+                                               f"{_size(shard['index_bytes'] + shard['store_bytes'])}"))
     if info.get("cpu_seconds") is not None:
         say(f"cpu:       {info['cpu_seconds']} s used since start")
     if info.get("last_commit"):
@@ -161,14 +172,18 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cluster_state(home: Home) -> dict[str, Any] | None:
-    """With the setting ``broker``: the cluster as the broker sees it (cluster/status.py); None without."""
+def _settings_or_none(home: Home) -> Any:
+    """The home's settings; None when its config cannot be read (the daemon's status says why)."""
     from deskdex import settings
 
     try:
-        cfg = settings.load(home)
+        return settings.load(home)
     except DeskdexError:
-        return None  # the status above says what is wrong with the config, if the daemon does
+        return None
+
+
+def _cluster_state(cfg: Any) -> dict[str, Any] | None:
+    """With the setting ``broker``: the cluster as the broker sees it (cluster/status.py); None without."""
     if not cfg["broker"]:
         return None
     from deskdex.cluster import missing_library

@@ -94,6 +94,12 @@ def test_three_shards_answer_like_one_index(tmp_path: Path):
         same += {h["uri"] for h in hits} == {h["uri"] for h in whole["hits"]}
     assert same >= 0.9 * len(QUERIES), f"{same} of {len(QUERIES)} queries have one index's top 10"
 
+    # `deskdex status` shows every shard and its size.
+    shown = front.json("status")["shards"]
+    assert [x["home"] for x in shown] == [str(x.home) for x in shards]
+    assert [x["documents"] for x in shown] == [x.json("status")["documents"] for x in shards]
+    assert all(x["index_bytes"] > 0 for x in shown)
+
     # The daemon's socket answers the same, from every shard (the tray asks it too).
     from .daemon_fixture import DaemonProcess
 
