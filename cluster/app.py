@@ -23,19 +23,23 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 from typing import TYPE_CHECKING, Any
 
 from celery import Celery
+
+from deskdex.converters.convert import Outcome
+from deskdex.errors import UnreadableFile
 
 from . import wire
 
 if TYPE_CHECKING:
     import redis
 
-    from deskdex.converters.convert import Outcome
     from deskdex.converters.isolation import WorkerPool
     from deskdex.converters.limits import Limits
+    from deskdex.converters.source import Source
     from deskdex.settings import Config
 
 logger = logging.getLogger(__name__)
@@ -78,7 +82,17 @@ class _WorkerState:
     def __init__(self) -> None:
         self.redis: redis.Redis | None = None
         self.overrides: dict[str, str] | None = None
+        self.roots: list[str] = []  # the worker's setting ``folders``: only files under them are read
         self._local = threading.local()
+
+    def may_read(self, source: Source) -> bool:
+        """Whether the file ``source`` names lies under the worker's folders (any file, without
+        them). Whoever can write to the broker names the paths a worker reads: a worker given
+        folders reads nothing else, symbolic links resolved first."""
+        if not self.roots or source.path is None:
+            return True
+        real = os.path.realpath(source.path)
+        return any(real == root or real.startswith(root.rstrip("/") + "/") for root in self.roots)
 
     def pool(self, limits: Limits) -> WorkerPool:
         from deskdex.converters.isolation import WorkerPool
@@ -106,20 +120,29 @@ def _convert(task: Any, sources: list[dict[str, Any]], limits: dict[str, Any], r
         logger.error("dropped a task that is not deskdex's: %s", exc)  # acknowledged: it can never succeed
         return
     ids = {src.uri: key for key, src in batch.items()}
+    refused = [src for src in batch.values() if not _STATE.may_read(src)]
+    for src in refused:
+        _push(reply, ids[src.uri], [Outcome(src.uri, reason=UnreadableFile.reason,
+                                            message=f"outside the folders this worker converts (its setting "
+                                                    f"folders): {src.path}")])
+    allowed = [src for src in batch.values() if src not in refused]
+    for src, outcomes in _STATE.pool(lim).map(allowed):
+        _push(reply, ids[src.uri], outcomes)
+
+
+def _push(reply: str, key: str, outcomes: list[Outcome]) -> None:
     assert _STATE.redis is not None
-    for src, outcomes in _STATE.pool(lim).map(batch.values()):
-        body = json.dumps({"id": ids[src.uri], "outcomes": wire.outcomes_to_wire(outcomes)})
-        pipe = _STATE.redis.pipeline()
-        pipe.rpush(reply, body)
-        pipe.expire(reply, REPLY_TTL)
-        pipe.execute()
+    body = json.dumps({"id": key, "outcomes": wire.outcomes_to_wire(outcomes)})
+    pipe = _STATE.redis.pipeline()
+    pipe.rpush(reply, body)
+    pipe.expire(reply, REPLY_TTL)
+    pipe.execute()
 
 
 def run_worker(cfg: Config, broker: str, concurrency: int, name: str | None = None, verbose: bool = False) -> int:
     """``deskdex worker``: convert files for any coordinator of ``broker`` until stopped (Ctrl-C or
     SIGTERM: Celery's warm shutdown, the files under way finished). Returns the exit code. Two
     lines a file (received, succeeded) only with ``verbose``: a worker converts millions."""
-    import os
     import socket
 
     import redis
@@ -130,6 +153,7 @@ def run_worker(cfg: Config, broker: str, concurrency: int, name: str | None = No
 
     _STATE.redis = redis.Redis.from_url(broker)
     _STATE.overrides = cfg["converters"]
+    _STATE.roots = [os.path.realpath(f) for f in cfg.configured_folders()]
     app = make_app(broker, float(cfg["redelivery"]))
     worker = app.Worker(pool="threads", concurrency=concurrency, queues=[QUEUE],
                         hostname=name or f"deskdex@{socket.gethostname()}.{os.getpid()}",

@@ -64,6 +64,7 @@ class RemotePool:
             self._redis.close()
         except redis.RedisError:
             pass
+        self._app.close()  # its connections to the broker: a daemon makes a pool each time it has work
 
     def _send(self, batch: list[Source]) -> list[str]:
         """Queue ``batch`` as one task; the ids its files' results come back with."""

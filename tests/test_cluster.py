@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Iterator
@@ -302,3 +303,45 @@ def test_the_daemon_coordinates_and_waits_out_a_lost_broker(tmp_path: Path, redi
         assert cluster.get("workers") == ["w1@test"] and cluster["queued"] == 0, cluster
     finally:
         daemon.stop()
+
+
+def test_a_worker_with_folders_reads_nothing_else(tmp_path: Path, broker: str, workers: list[Worker]):
+    """Whoever can write to the broker names the paths a worker reads: a worker whose setting
+    folders is set refuses any other, through a symbolic link out of them too."""
+    docs = tmp_path / "docs"
+    (docs / "share").mkdir(parents=True)
+    (docs / "private").mkdir()
+    (docs / "share" / "report.txt").write_text("Quarterly report of the share")
+    (docs / "private" / "diary.txt").write_text("Dear diary, a private entry")
+    (docs / "share" / "link.txt").symlink_to(docs / "private" / "diary.txt")
+    workers.append(Worker(tmp_path, "w1", broker, f'folders = ["{docs / "share"}"]\n'))
+
+    # Through a coordinator: the share's file is indexed, the other fails, saying why.
+    cli = _cli(tmp_path, "coordinator", "")
+    summary = json.loads(cli.run("index", str(docs), "--broker", broker, "--json").stdout)
+    failed = {Path(f["path"]).name: (f["reason"], f["message"]) for f in summary["failures"]}
+    assert list(failed) == ["diary.txt"] and failed["diary.txt"][0] == "unreadable", summary
+    assert "outside the folders" in failed["diary.txt"][1]
+    assert [Path(h["path"]).name for h in cli.json("search", "quarterly")["hits"]] == ["report.txt"]
+    assert cli.json("search", "entry")["total"] == 0  # its text was never read (its name is indexed)
+
+    # A task written to the broker by hand, naming the symbolic link: refused as well. Sent from
+    # a process of its own: on pytest's path, the repository's packaging/ hides the library
+    # kombu imports.
+    forge = f"""
+import json, sys, redis
+from deskdex.cluster.app import QUEUE, TASK, make_app
+from deskdex.cluster.wire import limits_to_wire, source_to_wire
+from deskdex.converters import Limits, Source
+app = make_app({broker!r}, 300.0)
+app.send_task(TASK, args=[[source_to_wire(Source.from_path({str(docs / "share" / "link.txt")!r}))],
+              limits_to_wire(Limits()), "test:reply"], task_id="forged", queue=QUEUE)
+item = redis.Redis.from_url({broker!r}).blpop(["test:reply"], timeout=60)
+print(item[1].decode() if item else "")
+"""
+    p = subprocess.run([sys.executable, "-c", forge], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                       env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert p.returncode == 0 and p.stdout.strip(), p.stderr
+    [outcome] = json.loads(p.stdout)["outcomes"]
+    assert outcome["document"] is None and outcome["reason"] == "unreadable", outcome
+    assert "outside the folders" in outcome["message"]
