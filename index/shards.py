@@ -2,8 +2,9 @@
 homes, each with its own catalog and tantivy index, written by its own process: `deskdex index
 --shard I/N`, a daemon of their own, another machine's share).
 
-Each shard answers the query for the first ``offset + limit`` hits, with its own collapsing and
-snippets; the answers are merged by the sort key (score, date or size), and copies that sit in two
+Each shard answers the query for its first 2 x (offset + limit) + 10 hits (more than the page: a
+shard ranks by its own word statistics, and a hit it ranks eleventh may be among the collection's
+first ten), with its own collapsing and snippets; the answers are merged by the sort key (score, date or size), and copies that sit in two
 shards (the same text in the same format: ``text_sum`` and ``mime`` of their catalog rows) are
 collapsed into the better-ranked one, whose ``duplicates`` counts the other's copies too. What a
 shard cannot see stays per shard: ``similar`` counts the similar documents of the hit's own shard,
@@ -206,7 +207,7 @@ def search_shards(colls: Sequence[Collection], query: str, limit: int = 10, offs
         holder = next((c for c in colls if c.catalog.get(similar) is not None), colls[0])
         return search(holder, query, limit=limit, offset=offset, snippets=snippets, sort=sort,
                       collapse=collapse, reader=reader, similar=similar)
-    need = min(offset + limit, MAX_LIMIT)
+    need = min(2 * (offset + limit) + 10, MAX_LIMIT)
     pooled = Pooled(colls)
     parts = [search(c, query, limit=need, offset=0, snippets=snippets, sort=sort, collapse=collapse, reader=reader,
                     stats=pooled) for c in colls]
