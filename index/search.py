@@ -274,6 +274,27 @@ def _results(coll: Collection, searcher: tantivy.Searcher, query: str, hits: lis
     return {"total": total, "hits": out}
 
 
+def add_snippets(coll: Collection, query: str, hits: list[SearchHit]) -> None:
+    """Give ``hits``, found in ``coll`` by a search made without snippets, their snippets: a merged
+    search (index/shards.py) makes them for the page it shows only, not for every candidate."""
+    if not hits:
+        return
+    searcher = coll.index.searcher()
+    addresses, docs = [], []
+    for h in hits:
+        found = searcher.search(tantivy.Query.term_query(coll.index.schema, "uri", h["uri"]), 1).hits
+        if not found:  # gone since the search (a commit in between): no snippet rather than a wrong one
+            return
+        addresses.append(found[0][1])
+        docs.append(searcher.doc(found[0][1]).to_dict())
+    maker = Snippets(query)
+    langs = [h["lang"] for h in hits]
+    present = _present(searcher, coll.index.schema, maker, [h["uri"] for h in hits], addresses, langs)
+    for i, (h, d) in enumerate(zip(hits, docs)):
+        blob = _one(d, "blob")
+        h["snippet"], h["highlights"] = maker.make(coll.catalog.open_text(blob) if blob else None, present[i], langs[i])
+
+
 def _present(searcher: tantivy.Searcher, schema: tantivy.Schema, maker: Snippets, uris: list[str],
              addresses: list[Any], langs: list[str | None]) -> list[set[int]]:
     """For each hit, the terms of the snippets' query its text holds (its body or boilerplate:
