@@ -3,7 +3,10 @@ saved word, warm (converters running, index open) and cold (the first change aft
 released them), with a CPU-bound program on every core but one.
 
     .venv/bin/python benchmarks/freshness.py [--trials 15] [--files 300] [--release-after 3]
-                                             [--hogs N] [--poll 0.025] [--label NAME] [--keep]
+                                             [--hogs N] [--poll 0.025] [--label NAME] [--keep] [--broker]
+
+With --broker, the daemon is a coordinator (docs/scale-out.md): a redis-server on 127.0.0.1 and one
+``deskdex worker`` (benchmarks/cluster_convert.py starts both) convert its files.
 
 Makes a fresh home and a watched folder under /tmp (``--files`` small text, Markdown and HTML
 files copied from --source, by default the small10k tree of benchmarks/index_cases.py when it is
@@ -248,6 +251,8 @@ def main() -> int:
     ap.add_argument("--label", default="latest", help="name of this run in the results file")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "freshness.json"))
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (home, daemon log)")
+    ap.add_argument("--broker", action="store_true",
+                    help="the daemon as a coordinator: a redis-server on 127.0.0.1 and one `deskdex worker` convert")
     args = ap.parse_args()
 
     deskdex = Path(sys.executable).parent / "deskdex"  # what tests.daemon_fixture starts, as users do
@@ -263,8 +268,15 @@ def main() -> int:
     print(f"{nfiles} files in {docs} ({len(targets)} text files to save); deskdex {deskdex}", flush=True)
 
     rnd = random.Random()
-    daemon = DaemonProcess(base / "home", [docs], extra_config=f"release_after = {float(args.release_after)}\n",
-                           args=("-v",))
+    extra = f"release_after = {float(args.release_after)}\n"
+    cluster: list[Any] = []  # redis-server and the worker, with --broker
+    if args.broker:
+        from cluster_convert import start_redis, start_worker
+
+        redis_proc, broker = start_redis(base)
+        cluster = [redis_proc, start_worker(base, "w1", broker)]
+        extra += f'broker = "{broker}"\n'
+    daemon = DaemonProcess(base / "home", [docs], extra_config=extra, args=("-v",))
     hogs: list[mp.Process] = []
     rows: list[dict[str, Any]] = []
     load0 = os.getloadavg()
@@ -327,6 +339,9 @@ def main() -> int:
             h.join(5)
         if daemon.proc is not None:
             daemon.stop()
+        for proc in reversed(cluster):  # the worker, then Redis
+            proc.terminate()
+            proc.wait(60)
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
         else:
