@@ -9,3 +9,22 @@ LIBRARIES = frozenset({"celery", "kombu", "billiard", "vine", "redis"})
 def missing_library(exc: ImportError) -> bool:
     """Whether ``exc`` is the cluster extra not being installed (rather than a bug of ours)."""
     return (exc.name or "").partition(".")[0] in LIBRARIES
+
+
+def check_setting(broker: str, system: bool) -> None:
+    """Refuse, before anything starts, a broker the daemon could not use: enterprise mode (every
+    file is read with its owner's rights, here), or Celery not installed. ConfigError says how."""
+    from deskdex.errors import ConfigError
+
+    if not broker:
+        return
+    if system:
+        raise ConfigError("setting broker: enterprise mode (--system) reads every file with its owner's rights on "
+                          "this machine and cannot hand files to workers; remove the setting")
+    try:
+        from . import pool  # noqa: F401  (Celery and redis with it)
+    except ImportError as exc:
+        if not missing_library(exc):
+            raise
+        raise ConfigError(f"setting broker: Celery and redis are needed ({exc.name} is missing): "
+                          "pip install 'deskdex[cluster]'") from exc

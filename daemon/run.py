@@ -7,6 +7,7 @@ import os
 import signal
 from typing import Sequence
 
+from deskdex.cluster import check_setting as check_broker
 from deskdex.converters.isolation import lower_priority
 from deskdex.settings import Config
 
@@ -23,6 +24,7 @@ def run_daemon(cfg: Config, once: bool = False, system: bool = False, problems: 
     local user what they may read. ``problems``: settings of the config file that did not fit and
     were left at their defaults (settings.load's), shown in ``status`` notes."""
     home = cfg.home
+    check_broker(str(cfg["broker"]), system)
     # Before anything opens a file: each caller's connection is a descriptor, and the daemon must
     # never be the one left without (the watcher, the index, the converters' pipes).
     raise_descriptor_limit()

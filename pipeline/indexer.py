@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from deskdex.converters import Limits, Outcome, Source, display_path, open_regular, path_to_uri, uri_to_path
-from deskdex.errors import TRANSIENT_REASONS, ConfigError, ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
+from deskdex.errors import TRANSIENT_REASONS, ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
 from deskdex.converters.detect import compound_extension, extension
 from deskdex.converters.document import Document
 from deskdex.converters.isolation import WorkerPool
@@ -167,9 +167,9 @@ class Indexer:
     @property
     def pool(self) -> WorkerPool | RemotePool:
         if self._pool is None and self.broker:
-            if self.run_as is not None:
-                raise ConfigError("setting broker: enterprise mode converts every file with its owner's rights, "
-                                  "on this machine; it cannot hand files to workers elsewhere")
+            from deskdex.cluster import check_setting
+
+            check_setting(self.broker, system=self.run_as is not None)
             from deskdex.cluster.pool import RemotePool
 
             self._pool = RemotePool(self.broker, self.limits, self.redelivery)

@@ -345,3 +345,21 @@ print(item[1].decode() if item else "")
     [outcome] = json.loads(p.stdout)["outcomes"]
     assert outcome["document"] is None and outcome["reason"] == "unreadable", outcome
     assert "outside the folders" in outcome["message"]
+
+
+def test_without_celery_the_commands_say_what_to_install(tmp_path: Path):
+    """A desktop install has no Celery: a broker set anyway is refused at once, saying how to get it.
+    Celery is hidden here by a package of that name that cannot be imported (it is installed in the
+    test venv)."""
+    hidden = tmp_path / "hidden" / "celery"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text('raise ImportError("hidden by the test", name="celery")\n')
+    cli = _cli(tmp_path, "alone", 'broker = "redis://127.0.0.1:9/0"\n')
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("some text")
+    env = {"PYTHONPATH": str(tmp_path / "hidden")}
+    for args in (("daemon", "--once"), ("index", str(docs)), ("worker",)):
+        p = cli.run(*args, check=False, env=env)
+        assert p.returncode != 0 and "pip install 'deskdex[cluster]'" in p.stderr, (args, p.stderr)
+        assert "Traceback" not in p.stderr, (args, p.stderr)
