@@ -145,3 +145,43 @@ def test_shard_argument_is_checked(tmp_path: Path):
     for bad in ("3/3", "x", "1/0", "-1/2"):
         p = cli.run("index", str(tmp_path), "--shard", bad, check=False)
         assert p.returncode == 2 and "--shard" in p.stderr, (bad, p.stderr)
+
+
+def test_web_pages_sharded_by_host_are_searched_as_one(tmp_path: Path):
+    """`deskdex crawl --shard I/N` puts each site's pages in the shard its host hashes to, as files
+    go by folder; crawled into two homes, they are searched as one from a third. (Not compared with
+    one home crawling every site: a crawl skips a page that near-duplicates one it stored, and the
+    generated sites share pages, which two shards each store.)"""
+    from contextlib import ExitStack
+
+    from deskdex.webcrawl.urls import shard_of, site_of
+
+    from .webcrawl_site import SiteServer
+
+    with ExitStack() as stack:
+        sites: list[SiteServer] = []
+        # Sites until both shards have one: a host's shard is its port's hash, which no test picks.
+        while len({shard_of(site_of(s.url("/")), 2) for s in sites}) < 2 or len(sites) < 3:
+            assert len(sites) < 30
+            sites.append(stack.enter_context(SiteServer(kind="topic", pages=12, seed=len(sites) + 1)))
+        seeds = [s.url("/") for s in sites]
+        shards = [_home(tmp_path, f"shard{i}") for i in range(2)]
+        for i, shard in enumerate(shards):
+            shard.run("crawl", *seeds, "--shard", f"{i}/2", "--allow-private", "--delay", "0.01", "--max-pages", "200")
+    front = _home(tmp_path, "front", "shards = [" + ", ".join(json.dumps(str(s.home)) for s in shards) + "]\n")
+    (tmp_path / "empty").mkdir()
+    front.run("index", str(tmp_path / "empty"))
+
+    held = []
+    for i, shard in enumerate(shards):  # each shard holds the pages of its hosts, and only those
+        uris = {h["uri"] for h in shard.json("search", "source:web", "--all", "--limit", "500")["hits"]}
+        assert uris and all(shard_of(site_of(u), 2) == i for u in uris), (i, uris)
+        held.append(uris)
+    merged = front.json("search", "source:web", "--all", "--limit", "500")
+    assert sorted(h["uri"] for h in merged["hits"]) == sorted(held[0] | held[1])
+    for q in ("telescope", "galaxy orbit", "recipe", "comet nebula"):
+        got = front.json("search", q, "--all", "--limit", "500")
+        totals = [shard.json("search", q, "--all", "--limit", "500")["total"] for shard in shards]
+        assert got["total"] == sum(totals) and len(got["hits"]) == sum(totals), q
+        assert [h["score"] for h in got["hits"]] == sorted((h["score"] for h in got["hits"]), reverse=True), q
+        assert {h["uri"].split("/")[2] for h in got["hits"]} <= {site_of(u) for u in seeds}, q
