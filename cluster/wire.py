@@ -35,7 +35,7 @@ def source_from_wire(msg: dict[str, Any]) -> Source:
         data = msg.get("data")
         return Source(uri=str(msg["uri"]), name=str(msg["name"]),
                       path=None if msg.get("path") is None else str(msg["path"]),
-                      data=base64.b64decode(data) if data is not None else None,
+                      data=base64.b64decode(data, validate=True) if data is not None else None,
                       mime=None if msg.get("mime") is None else str(msg["mime"]), depth=int(msg.get("depth", 0)))
     except (KeyError, TypeError, ValueError) as exc:
         raise BadMessage(f"not a file to convert: {exc}") from exc
@@ -84,7 +84,8 @@ def outcomes_from_wire(items: list[dict[str, Any]]) -> list[Outcome]:
                 o.document = tagged.loads(item["document"])
             f = item.get("features")
             if f is not None:
-                o.extra["features"] = Features(f["group"], f["fp"], fingerprints.from_blob(base64.b64decode(f["fps"])))
+                fps = fingerprints.from_blob(base64.b64decode(f["fps"], validate=True))
+                o.extra["features"] = Features(f["group"], f["fp"], fps)
             out.append(o)
     except (KeyError, TypeError, ValueError, DeskdexError) as exc:
         raise BadMessage(f"not a conversion's outcome: {exc}") from exc
