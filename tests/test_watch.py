@@ -348,6 +348,26 @@ def _child(args: list[str], prefix: list[str] = ()) -> subprocess.Popen:
                             text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
 
 
+def _freeze(proc: subprocess.Popen) -> None:
+    """SIGSTOP the child and wait until every thread of it is stopped: kill() returns once the
+    signal is sent, and a thread running on another core meanwhile can still read an inotify event
+    made after the call (the order a test relies on would then not hold)."""
+    os.kill(proc.pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 10
+    while True:
+        states = []
+        for tid in os.listdir(f"/proc/{proc.pid}/task"):
+            try:
+                with open(f"/proc/{proc.pid}/task/{tid}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except OSError:
+                pass  # a thread that ended meanwhile
+        if states and all(s in ("T", "t") for s in states):
+            return
+        assert time.monotonic() < deadline, f"the child never stopped: {states}"
+        time.sleep(0.005)
+
+
 def _lines_until(proc: subprocess.Popen, wanted: list) -> list:
     """The child's records up to ``wanted`` (its stdout closes, failing the test, if it never comes)."""
     timer = threading.Timer(20, proc.kill)
@@ -375,7 +395,7 @@ def test_queue_overflow_asks_for_a_rescan(tmp_path):
     proc = _child([str(root)])
     try:
         _lines_until(proc, ["ready"])
-        os.kill(proc.pid, signal.SIGSTOP)  # nobody reads the inotify queue now
+        _freeze(proc)  # nobody reads the inotify queue now
         try:
             for i in range(limit // 2 + 100):  # created + modified + closed: 3 events a file
                 (root / f"f{i}.txt").write_text("x")
@@ -398,7 +418,7 @@ def test_folder_made_then_its_parent_renamed_before_the_watcher_reads(tmp_path):
     proc = _child([str(root)])
     try:
         _lines_until(proc, ["ready"])
-        os.kill(proc.pid, signal.SIGSTOP)
+        _freeze(proc)
         try:
             (root / "a" / "x" / "y").mkdir(parents=True)
             (root / "a" / "x" / "f.txt").write_text("made before the rename")
