@@ -26,13 +26,15 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Files out at once: enough to keep a few dozen workers busy, few enough that a coordinator that
-# stops leaves little converted for nothing.
-WINDOW = 64  # at least BATCH_FILES
-# Files in one task: Celery and Redis cost about 2 ms a task on each side, more than a small note's
-# conversion; a batch stops at BATCH_BYTES, so that large files still spread over the workers.
+# Files in one task: Celery and Redis cost about 2 ms a task (211 files/s through one worker with a
+# task a file, 432 with 16), more than a small note's conversion; a batch stops at BATCH_BYTES, so
+# that large files still spread over the workers.
 BATCH_FILES = 16
 BATCH_BYTES = 1 << 20
+# Files out at once: 32 tasks, one running and one waiting for each of 16 worker threads (a worker
+# takes one task beyond those it runs); few enough that a coordinator that stops leaves little
+# converted for nothing.
+WINDOW = 32 * BATCH_FILES
 # Times a file is sent before it is recorded as a crash: a Redis restarted without persistence
 # loses its queue, and a file sent again after a silence costs one more conversion at most.
 ATTEMPTS = 3
