@@ -31,6 +31,7 @@ from celery import Celery
 
 from deskdex.converters.convert import Outcome
 from deskdex.errors import UnreadableFile
+from deskdex.paths import at_or_under
 
 from . import wire
 
@@ -92,7 +93,7 @@ class _WorkerState:
         if not self.roots or source.path is None:
             return True
         real = os.path.realpath(source.path)
-        return any(real == root or real.startswith(root.rstrip("/") + "/") for root in self.roots)
+        return any(at_or_under(real, root) for root in self.roots)
 
     def pool(self, limits: Limits) -> WorkerPool:
         from deskdex.converters.isolation import WorkerPool
@@ -114,18 +115,20 @@ def _convert(task: Any, sources: list[dict[str, Any]], limits: dict[str, Any], r
     """Convert a batch of files, pushing each one's result as it is done: the coordinator stores
     it at once, and a redelivered batch only repeats files whose results it will drop."""
     try:
-        batch = {f"{task.request.id}:{i}": wire.source_from_wire(s) for i, s in enumerate(sources)}
+        batch = [wire.source_from_wire(s) for s in sources]
         lim = wire.limits_from_wire(limits)
     except wire.BadMessage as exc:
         logger.error("dropped a task that is not deskdex's: %s", exc)  # acknowledged: it can never succeed
         return
-    ids = {src.uri: key for key, src in batch.items()}
-    refused = [src for src in batch.values() if not _STATE.may_read(src)]
-    for src in refused:
-        _push(reply, ids[src.uri], [Outcome(src.uri, reason=UnreadableFile.reason,
-                                            message=f"outside the folders this worker converts (its setting "
-                                                    f"folders): {src.path}")])
-    allowed = [src for src in batch.values() if src not in refused]
+    ids = {src.uri: f"{task.request.id}:{i}" for i, src in enumerate(batch)}  # as the coordinator numbers them
+    allowed = []
+    for src in batch:
+        if _STATE.may_read(src):
+            allowed.append(src)
+        else:
+            _push(reply, ids[src.uri], [Outcome(src.uri, reason=UnreadableFile.reason,
+                                                message=f"outside the folders this worker converts (its setting "
+                                                        f"folders): {src.path}")])
     for src, outcomes in _STATE.pool(lim).map(allowed):
         _push(reply, ids[src.uri], outcomes)
 

@@ -22,6 +22,11 @@ SOCKET_NAME = "deskdex.sock"
 SYSTEM_CONFIG, SYSTEM_DATA, SYSTEM_RUNTIME = "/etc/deskdex", "/var/lib/deskdex", "/run/deskdex"
 
 
+def at_or_under(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or lies below it (``/a/bc`` is not below ``/a/b``)."""
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
 class Home:
     """The three folders of one deskdex installation: config, data and runtime (the socket)."""
 

@@ -40,6 +40,7 @@ from deskdex.converters import display_path
 from deskdex.converters.isolation import fork_server_idle, release_fork_server
 from deskdex.errors import ConfigError, DeskdexError, Interrupted, StoreError, StoreUnwritable
 from deskdex.index import Collection
+from deskdex.paths import at_or_under
 from deskdex.pipeline.coalesce import Changed, Deleted, Moved, Record, Rescan
 from deskdex.pipeline.follow import follow
 from deskdex.pipeline.indexer import Indexer, Summary
@@ -610,8 +611,7 @@ class Daemon:
                     self._files_left = 0
             self.coll.commit()
             for path in rescans:
-                self.reconcile([p for p in roots if p == path or path.startswith(p.rstrip("/") + "/")
-                                or p.startswith(path.rstrip("/") + "/")] or [path])
+                self.reconcile([p for p in roots if at_or_under(path, p) or at_or_under(p, path)] or [path])
         except Interrupted:
             raise
         except StoreUnwritable as exc:

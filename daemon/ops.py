@@ -21,6 +21,7 @@ from deskdex.index import reports
 from deskdex.index.shards import open_shards, search_shards
 from deskdex.index.access import EVERYONE
 from deskdex.index.readable import ReadableClusters, may_read
+from deskdex.paths import at_or_under
 from deskdex.pipeline.similar import convert_one, near_duplicates
 
 if TYPE_CHECKING:
@@ -169,7 +170,7 @@ class Ops:
             # What the daemon will convert: failures under its folders (`deskdex index` may have
             # recorded others, elsewhere).
             scheduled = reader.scheduled_retries(self.daemon.folders())
-        n = sum(1 for _, p, _ in scheduled if path is None or p == path or p.startswith(path.rstrip("/") + "/"))
+        n = sum(1 for _, p, _ in scheduled if path is None or at_or_under(p, path))
         self.daemon.retry(path)
         return {"retrying": n}
 
