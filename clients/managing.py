@@ -214,16 +214,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if not broker:
         print("deskdex: no broker: give --broker redis://HOST:PORT/N or set `broker`", file=sys.stderr)
         return EXIT_USAGE
-    from deskdex.cluster import missing_library
+    from deskdex.cluster import check_setting
 
-    try:
-        from deskdex.cluster.app import run_worker
-    except ImportError as exc:
-        if not missing_library(exc):
-            raise
-        print(f"deskdex: `deskdex worker` needs Celery and redis ({exc.name} is missing): "
-              "pip install 'deskdex[cluster]'", file=sys.stderr)
-        return EXIT_ERROR
+    check_setting(broker, system=False)  # ConfigError, saying what to install, without Celery
+    from deskdex.cluster.app import run_worker
+
     return run_worker(cfg, broker, args.concurrency or os.cpu_count() or 2, name=args.name,
                       verbose=getattr(args, "verbose", False))
 

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from deskdex.errors import DeskdexError
+from deskdex.errors import ConfigError, DeskdexError
 
 from .ask import ask_daemon, home_of
 from .render import human, print_results, raw_path, shown_location, terminal_safe
@@ -186,14 +186,14 @@ def _cluster_state(cfg: Any) -> dict[str, Any] | None:
     """With the setting ``broker``: the cluster as the broker sees it (cluster/status.py); None without."""
     if not cfg["broker"]:
         return None
-    from deskdex.cluster import missing_library
+    from deskdex.cluster import check_setting
 
     try:
-        from deskdex.cluster.status import cluster_status
-    except ImportError as exc:
-        if not missing_library(exc):
-            raise
-        return {"broker": "(set)", "error": f"cannot be read: {exc.name} is missing (pip install 'deskdex[cluster]')"}
+        check_setting(cfg["broker"], system=False)
+    except ConfigError as exc:  # Celery missing: said in place of the cluster's state
+        return {"broker": "(set)", "error": f"cannot be read: {exc}"}
+    from deskdex.cluster.status import cluster_status
+
     return cluster_status(cfg["broker"], float(cfg["redelivery"]))
 
 

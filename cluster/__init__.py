@@ -6,7 +6,7 @@ optional dependency (``pip install 'deskdex[cluster]'``), and a desktop install 
 LIBRARIES = frozenset({"celery", "kombu", "billiard", "vine", "redis"})
 
 
-def missing_library(exc: ImportError) -> bool:
+def _missing_library(exc: ImportError) -> bool:
     """Whether ``exc`` is the cluster extra not being installed (rather than a bug of ours)."""
     return (exc.name or "").partition(".")[0] in LIBRARIES
 
@@ -24,7 +24,7 @@ def check_setting(broker: str, system: bool) -> None:
     try:
         from . import pool  # noqa: F401  (Celery and redis with it)
     except ImportError as exc:
-        if not missing_library(exc):
+        if not _missing_library(exc):
             raise
-        raise ConfigError(f"setting broker: Celery and redis are needed ({exc.name} is missing): "
+        raise ConfigError(f"a broker needs Celery and redis ({exc.name} is missing): "
                           "pip install 'deskdex[cluster]'") from exc

@@ -103,6 +103,9 @@ def _global_scores(colls: Sequence[Collection], pooled: Pooled, hits: Sequence[l
         n = min(pooled.doc_freq(field, term), n_all)  # doc_freq counts deleted documents until a merge
         return math.log(1 + (n_all - n + 0.5) / (n + 0.5))
 
+    def child(node: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+        return next((c for c in node.get("details") or [] if str(c.get("description", "")).startswith(prefix)), None)
+
     def parts(node: dict[str, Any]) -> dict[str, float]:
         return {str(c.get("description", "")).split(",")[0].split(" ")[0]: float(c["value"])
                 for c in node.get("details") or []}
@@ -120,11 +123,11 @@ def _global_scores(colls: Sequence[Collection], pooled: Pooled, hits: Sequence[l
         children = node.get("details") or []
         if what.startswith("TermQuery"):
             term = _term(node.get("context") or [])
-            idf = next((c for c in children if str(c.get("description", "")).startswith("idf")), None)
+            idf = child(node, "idf")
             if term is None or idf is None or not idf["value"] or term[0] >= len(FIELD_NAMES):
                 return value
             value *= global_idf(FIELD_NAMES[term[0]], term[1]) / float(idf["value"])
-            tf = next((c for c in children if str(c.get("description", "")).startswith("freq /")), None)
+            tf = child(node, "freq /")
             if tf is not None and term[0] in avgdl and tf["value"]:
                 p = parts(tf)  # freq, k1, b, dl, avgdl
                 if {"freq", "k1", "b", "dl"} <= p.keys():
@@ -163,10 +166,10 @@ def _global_scores(colls: Sequence[Collection], pooled: Pooled, hits: Sequence[l
             explained.append((h, tree))
             for node in term_nodes(tree):
                 term = _term(node.get("context") or [])
-                tf = next((c for c in node.get("details") or []
-                           if str(c.get("description", "")).startswith("freq /")), None)
-                if term is not None and tf is not None and "avgdl" in parts(tf):
-                    seen.setdefault(term[0], {})[i] = parts(tf)["avgdl"]
+                tf = child(node, "freq /")
+                lengths = parts(tf) if tf is not None else {}
+                if term is not None and "avgdl" in lengths:
+                    seen.setdefault(term[0], {})[i] = lengths["avgdl"]
     sizes = [s.num_docs for s in pooled.searchers]
     avgdl = {f: sum(sizes[i] * a for i, a in by_shard.items()) / max(1, sum(sizes[i] for i in by_shard))
              for f, by_shard in seen.items()}
@@ -215,25 +218,21 @@ def search_shards(colls: Sequence[Collection], query: str, limit: int = 10, offs
     if sort == "relevance" and reader is None:
         _global_scores(colls, pooled, [p["hits"] for p in parts], query)
     hits = sorted(((h, c) for p, c in zip(parts, colls) for h in p["hits"]), key=lambda hc: _key(hc[0], sort))
-    owner = {id(h): c for h, c in hits}
     if collapse:
-        picked: list[SearchHit] = []
+        picked: list[tuple[SearchHit, Collection]] = []
         seen: dict[tuple[str, str], SearchHit] = {}
         for h, c in hits:
             row = c.catalog.get(h["uri"])
             key = (row.text_sum, row.mime or "") if row is not None and row.text_sum else None
             if key is not None and key in seen:
-                best = seen[key]
-                best["duplicates"] += 1 + h["duplicates"]  # ``total`` counts every match, copies too, as search's
+                seen[key]["duplicates"] += 1 + h["duplicates"]  # ``total`` counts every match, copies too, as search's
                 continue
             if key is not None:
                 seen[key] = h
-            picked.append(h)
-        merged = picked
-    else:
-        merged = [h for h, _ in hits]
-    page = merged[offset:offset + limit]
+            picked.append((h, c))
+        hits = picked
+    page = hits[offset:offset + limit]
     if snippets:
-        for c in colls:
-            add_snippets(c, query, [h for h in page if id(h) in owner and owner[id(h)] is c])
-    return {"total": total, "hits": page}
+        for coll in colls:
+            add_snippets(coll, query, [h for h, c in page if c is coll])
+    return {"total": total, "hits": [h for h, _ in page]}
