@@ -1,12 +1,13 @@
-"""``deskdex status`` of a cluster: the workers that answer, the files queued and those taken by a
-worker and not yet acknowledged, read from the broker by whoever asks (no daemon needed)."""
+"""``deskdex status`` of a cluster: the workers that answer, the tasks queued and those taken by a
+worker and not yet acknowledged (a task is up to cluster.pool.BATCH_FILES files), read from the
+broker by whoever asks (no daemon needed)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .app import QUEUE, make_app
-from .pool import shown_url
+from .pool import BATCH_FILES, shown_url
 
 PING_SECONDS = 1.0  # a worker busy converting answers between two files; an idle one at once
 
@@ -24,7 +25,10 @@ def cluster_status(broker: str, redelivery: float) -> dict[str, Any]:
         out["taken"] = int(client.hlen(UNACKED))
         client.close()
         app = make_app(broker, redelivery)
-        replies = app.control.ping(timeout=PING_SECONDS) or []
+        try:
+            replies = app.control.ping(timeout=PING_SECONDS) or []
+        finally:
+            app.close()
     except Exception as exc:  # redis-py's and kombu's connection errors alike
         out["error"] = f"unreachable: {exc}"
         return out
@@ -37,4 +41,5 @@ def describe(info: dict[str, Any]) -> str:
     if "error" in info:
         return f"{info['broker']} {info['error']}"
     names = ", ".join(info["workers"]) or "none answering (deskdex worker --broker ...)"
-    return f"{info['broker']}: workers {names}; {info['queued']} files queued, {info['taken']} taken"
+    return (f"{info['broker']}: workers {names}; {info['queued']} tasks queued, {info['taken']} taken "
+            f"(up to {BATCH_FILES} files a task)")
