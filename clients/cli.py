@@ -11,6 +11,7 @@ import os
 import sys
 from typing import Any, Callable, Sequence
 
+from deskdex.cluster import CRAWL_QUEUES
 from deskdex.errors import DeskdexError, IndexBusy, QueryError
 from deskdex.paths import ENV
 
@@ -78,6 +79,18 @@ def at_least(minimum: int) -> Callable[[str], int]:
 
 
 positive = at_least(1)
+
+
+def queue_list(text: str) -> list[int]:
+    if text == "-":
+        return []
+    try:
+        queues = sorted({int(k) for k in text.split(",")})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of queue numbers: {text!r}") from None
+    if not all(0 <= k < CRAWL_QUEUES for k in queues):
+        raise argparse.ArgumentTypeError(f"crawl queues are numbered 0 to {CRAWL_QUEUES - 1}: {text!r}")
+    return queues
 
 
 def add_search_options(s: argparse.ArgumentParser) -> None:
@@ -190,15 +203,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="hand conversions to `deskdex worker` processes of this Redis broker (setting `broker`)")
     s.set_defaults(func=managing.cmd_daemon)
 
-    s = sub.add_parser("worker", parents=[common], help="convert files for daemons on other machines (Celery)",
-                       description="Convert files handed out through a Redis broker by `deskdex daemon --broker` or "
-                                   "`deskdex index --broker`, on any machine that reads them at the same paths, until "
-                                   "Ctrl-C or SIGTERM (the files under way are finished first). Needs "
+    s = sub.add_parser("worker", parents=[common],
+                       help="convert files and fetch pages for daemons on other machines (Celery)",
+                       description="Convert files and fetch crawl requests handed out through a Redis broker by "
+                                   "`deskdex daemon --broker`, `deskdex index --broker` or `deskdex crawl --broker`, "
+                                   "on any machine that reads the files at the same paths, until Ctrl-C or SIGTERM "
+                                   "(the tasks under way are finished first). Needs "
                                    "`pip install 'deskdex[cluster]'` (docs/scale-out.md).")
     s.add_argument("--broker", metavar="URL", default=None, help="the Redis URL (default: the setting `broker`)")
     s.add_argument("--concurrency", type=positive, default=None,
                    help="files converted at once, each in its own process (default: all cores)")
     s.add_argument("--name", default=None, help="this worker's name in `deskdex status` (default: host and PID)")
+    s.add_argument("--crawl-queues", type=queue_list, default=None, metavar="K,K...",
+                   help="fetch only the sites of these crawl queues, 0 to 7 (default: all; none: -)")
+    s.add_argument("--allow-private", action="store_true",
+                   help="fetch private, loopback and link-local addresses when a crawl asks to (default: refused)")
     s.set_defaults(func=managing.cmd_worker)
 
     for name, help_text in (("pause", "pause indexing in the running daemon"),

@@ -220,7 +220,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from deskdex.cluster.app import run_worker
 
     return run_worker(cfg, broker, args.concurrency or os.cpu_count() or 2, name=args.name,
-                      verbose=getattr(args, "verbose", False))
+                      verbose=getattr(args, "verbose", False), crawl_queues=args.crawl_queues,
+                      allow_private=args.allow_private)
 
 
 def cmd_pause_resume(args: argparse.Namespace) -> int:
@@ -332,6 +333,11 @@ def crawl_env(args: argparse.Namespace) -> CrawlEnv:
 
         return read_known_pages(home.data_dir)
 
+    def open_remote(broker: str | None) -> Any:
+        from deskdex.cluster import remote_crawl
+
+        return remote_crawl(_with_broker(settings.load(home), broker))
+
     return CrawlEnv(config_path=home.config_file, state_path=os.path.join(home.data_dir, STATE_FILE),
                     open_sink=open_sink, known_pages=known_pages,
-                    ask_daemon=lambda op, **kw: ask_daemon(args, op, **kw))
+                    ask_daemon=lambda op, **kw: ask_daemon(args, op, **kw), open_remote=open_remote)

@@ -1,6 +1,19 @@
-"""Past one machine: conversions handed to ``deskdex worker`` processes through Celery, with Redis as
+"""Past one machine: conversions and crawl requests handed to ``deskdex worker`` processes through Celery, with Redis as
 the broker (docs/scale-out.md). Nothing here is imported unless a broker is configured: Celery is an
 optional dependency (``pip install 'deskdex[cluster]'``), and a desktop install never loads it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from deskdex.settings import Config
+
+    from .crawling import RemoteCrawl
+
+# A crawl's requests go to one of these queues by the hash of their site (webcrawl.urls.shard_of), so
+# that a worker can be given some sites only (deskdex worker --crawl-queues) and status counts each.
+CRAWL_QUEUES = 8
 
 # What ``pip install 'deskdex[cluster]'`` brings: an ImportError naming one of them says to install it.
 LIBRARIES = frozenset({"celery", "kombu", "billiard", "vine", "redis"})
@@ -28,3 +41,16 @@ def check_setting(broker: str, system: bool) -> None:
             raise
         raise ConfigError(f"a broker needs Celery and redis ({exc.name} is missing): "
                           "pip install 'deskdex[cluster]'") from exc
+
+
+def remote_crawl(cfg: Config) -> RemoteCrawl | None:
+    """Crawls through the workers of ``cfg``'s broker (close it when done), or None without one."""
+    broker = str(cfg["broker"])
+    if not broker:
+        return None
+    check_setting(broker, system=False)
+    from deskdex.converters.limits import Limits
+
+    from .crawling import RemoteCrawl
+
+    return RemoteCrawl(broker, float(cfg["redelivery"]), Limits.from_settings(cfg))

@@ -1,5 +1,5 @@
-"""The Celery application of both sides, and the worker's task: convert one file, send back what
-became of it.
+"""The Celery application of both sides, and the worker's tasks: convert a batch of files, send back
+what became of each; make one request of a crawl (cluster/fetching.py).
 
 Delivery (Celery with Redis, ../shared/notes/libraries.md): a task is acknowledged only after its
 result has been pushed (``task_acks_late``), a worker takes one task beyond those it runs
@@ -21,34 +21,34 @@ worker's own (its ``converters`` setting): a message names no code to run."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import threading
 from typing import TYPE_CHECKING, Any
 
 from celery import Celery
 
 from deskdex.converters.convert import Outcome
 from deskdex.errors import UnreadableFile
-from deskdex.paths import at_or_under
 
-from . import wire
+from . import CRAWL_QUEUES, wire
+from .broker import redis_client
+from .fetching import fetch_task
+from .worker import STATE, push
 
 if TYPE_CHECKING:
-    import redis
-
-    from deskdex.converters.isolation import WorkerPool
-    from deskdex.converters.limits import Limits
-    from deskdex.converters.source import Source
     from deskdex.settings import Config
 
 logger = logging.getLogger(__name__)
 
 TASK = "deskdex.convert"
 QUEUE = "deskdex.convert"
-REPLY_TTL = 3600  # seconds a reply list outlives its last push: a coordinator gone for good leaves no list behind
-ENRICH = "deskdex.index.features:enrich"  # duplicate features, computed beside the conversion as locally
+FETCH_TASK = "deskdex.fetch"
+
+
+def crawl_queue(site: str) -> str:
+    from deskdex.webcrawl.urls import shard_of
+
+    return f"deskdex.crawl.{shard_of(site, CRAWL_QUEUES)}"  # as run_worker names them
 
 
 def make_app(broker: str, redelivery: float) -> Celery:
@@ -73,42 +73,8 @@ def make_app(broker: str, redelivery: float) -> Celery:
         task_send_sent_event=False,
     )
     app.task(name=TASK, bind=True)(_convert)
+    app.task(name=FETCH_TASK, bind=True)(fetch_task)
     return app
-
-
-class _WorkerState:
-    """What the task needs on a worker: a Redis client for replies, and one converter pool per
-    thread for the limits last asked for."""
-
-    def __init__(self) -> None:
-        self.redis: redis.Redis | None = None
-        self.overrides: dict[str, str] | None = None
-        self.roots: list[str] = []  # the worker's setting ``folders``: only files under them are read
-        self._local = threading.local()
-
-    def may_read(self, source: Source) -> bool:
-        """Whether the file ``source`` names lies under the worker's folders (any file, without
-        them). Whoever can write to the broker names the paths a worker reads: a worker given
-        folders reads nothing else, symbolic links resolved first."""
-        if not self.roots or source.path is None:
-            return True
-        real = os.path.realpath(source.path)
-        return any(at_or_under(real, root) for root in self.roots)
-
-    def pool(self, limits: Limits) -> WorkerPool:
-        from deskdex.converters.isolation import WorkerPool
-
-        held: tuple[Limits, WorkerPool] | None = getattr(self._local, "pool", None)
-        if held is not None and held[0] == limits:
-            return held[1]
-        if held is not None:
-            held[1].close()
-        pool = WorkerPool(1, limits, idle=True, overrides=self.overrides, enrich=ENRICH)
-        self._local.pool = (limits, pool)
-        return pool
-
-
-_STATE = _WorkerState()
 
 
 def _convert(task: Any, sources: list[dict[str, Any]], limits: dict[str, Any], reply: str) -> None:
@@ -123,42 +89,36 @@ def _convert(task: Any, sources: list[dict[str, Any]], limits: dict[str, Any], r
     ids = {src.uri: f"{task.request.id}:{i}" for i, src in enumerate(batch)}  # as the coordinator numbers them
     allowed = []
     for src in batch:
-        if _STATE.may_read(src):
+        if STATE.may_read(src):
             allowed.append(src)
         else:
-            _push(reply, ids[src.uri], [Outcome(src.uri, reason=UnreadableFile.reason,
-                                                message=f"outside the folders this worker converts (its setting "
-                                                        f"folders): {src.path}")])
-    for src, outcomes in _STATE.pool(lim).map(allowed):
-        _push(reply, ids[src.uri], outcomes)
+            refused = Outcome(src.uri, reason=UnreadableFile.reason,
+                              message=f"outside the folders this worker converts (its setting folders): {src.path}")
+            push(reply, {"id": ids[src.uri], "outcomes": wire.outcomes_to_wire([refused])})
+    for src, outcomes in STATE.pool(lim).map(allowed):
+        push(reply, {"id": ids[src.uri], "outcomes": wire.outcomes_to_wire(outcomes)})
 
 
-def _push(reply: str, key: str, outcomes: list[Outcome]) -> None:
-    assert _STATE.redis is not None
-    body = json.dumps({"id": key, "outcomes": wire.outcomes_to_wire(outcomes)})
-    pipe = _STATE.redis.pipeline()
-    pipe.rpush(reply, body)
-    pipe.expire(reply, REPLY_TTL)
-    pipe.execute()
-
-
-def run_worker(cfg: Config, broker: str, concurrency: int, name: str | None = None, verbose: bool = False) -> int:
-    """``deskdex worker``: convert files for any coordinator of ``broker`` until stopped (Ctrl-C or
-    SIGTERM: Celery's warm shutdown, the files under way finished). Returns the exit code. Two
-    lines a file (received, succeeded) only with ``verbose``: a worker converts millions."""
+def run_worker(cfg: Config, broker: str, concurrency: int, name: str | None = None, verbose: bool = False,
+               crawl_queues: list[int] | None = None, allow_private: bool = False) -> int:
+    """``deskdex worker``: convert files and make crawl requests (those of ``crawl_queues`` only,
+    when given) for any coordinator of ``broker`` until stopped (Ctrl-C or SIGTERM: Celery's warm
+    shutdown, the tasks under way finished). Returns the exit code. Two lines a task (received,
+    succeeded) only with ``verbose``: a worker converts millions."""
     import socket
-
-    import redis
 
     if not verbose:
         for noisy in ("celery.worker.strategy", "celery.app.trace"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
 
-    _STATE.redis = redis.Redis.from_url(broker)
-    _STATE.overrides = cfg["converters"]
-    _STATE.roots = [os.path.realpath(f) for f in cfg.configured_folders()]
+    STATE.redis = redis_client(broker)
+    STATE.overrides = cfg["converters"]
+    STATE.roots = [os.path.realpath(f) for f in cfg.configured_folders()]
+    STATE.allow_private = allow_private
+    crawls = range(CRAWL_QUEUES) if crawl_queues is None else crawl_queues
     app = make_app(broker, float(cfg["redelivery"]))
-    worker = app.Worker(pool="threads", concurrency=concurrency, queues=[QUEUE],
+    worker = app.Worker(pool="threads", concurrency=concurrency, 
+                        queues=[QUEUE, *(f"deskdex.crawl.{i}" for i in crawls)],
                         hostname=name or f"deskdex@{socket.gethostname()}.{os.getpid()}",
                         without_gossip=True, without_mingle=True, without_heartbeat=True,
                         loglevel="DEBUG" if verbose else "INFO", quiet=True)

@@ -1,11 +1,12 @@
-"""``deskdex status`` of a cluster: the workers that answer, the tasks queued and those taken by a
-worker and not yet acknowledged (a task is up to cluster.pool.BATCH_FILES files), read from the
-broker by whoever asks (no daemon needed)."""
+"""``deskdex status`` of a cluster: the workers that answer, the tasks queued (conversions, of up to
+cluster.pool.BATCH_FILES files, and crawl requests per crawl queue) and those taken by a worker and
+not yet acknowledged, read from the broker by whoever asks (no daemon needed)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from . import CRAWL_QUEUES
 from .app import QUEUE, make_app
 from .pool import BATCH_FILES, shown_url
 
@@ -22,6 +23,7 @@ def cluster_status(broker: str, redelivery: float) -> dict[str, Any]:
     try:
         client = redis.Redis.from_url(broker, socket_connect_timeout=2, socket_timeout=5)
         out["queued"] = int(client.llen(QUEUE))
+        out["crawl_queued"] = {str(k): int(client.llen(f"deskdex.crawl.{k}")) for k in range(CRAWL_QUEUES)}
         out["taken"] = int(client.hlen(UNACKED))
         client.close()
         app = make_app(broker, redelivery)
@@ -41,5 +43,8 @@ def describe(info: dict[str, Any]) -> str:
     if "error" in info:
         return f"{info['broker']} {info['error']}"
     names = ", ".join(info["workers"]) or "none answering (deskdex worker --broker ...)"
-    return (f"{info['broker']}: workers {names}; {info['queued']} tasks queued, {info['taken']} taken "
-            f"(up to {BATCH_FILES} files a task)")
+    crawl = info["crawl_queued"]
+    per_queue = ", ".join(f"queue {k}: {n}" for k, n in crawl.items() if n)
+    return (f"{info['broker']}: workers {names}; {info['queued']} conversion tasks queued (up to {BATCH_FILES} "
+            f"files a task), {sum(crawl.values())} crawl requests queued{f' ({per_queue})' if per_queue else ''}, "
+            f"{info['taken']} tasks taken")

@@ -1,5 +1,6 @@
 """What crosses the broker, as JSON: a file to convert (a Source and the limits to convert it
-under) and what became of it (its Outcomes, the duplicate features the worker computed included).
+under) and what became of it (its Outcomes, the duplicate features the worker computed included);
+a crawl's request to make, and the page it fetched.
 
 JSON, not pickle: a message read from Redis is data, never code to run, so a worker or coordinator
 that reads a forged message gets a bad document at worst. A Document travels as tagged text, which
@@ -15,6 +16,9 @@ from deskdex.converters.convert import Outcome
 from deskdex.converters.limits import Limits, OcrOptions
 from deskdex.converters.source import Source
 from deskdex.errors import DeskdexError
+from deskdex.webcrawl.fetch import FetchSettings
+from deskdex.webcrawl.frontier import Request
+from deskdex.webcrawl.sink import FetchedPage, KnownPage
 
 
 class BadMessage(DeskdexError):
@@ -92,3 +96,64 @@ def outcomes_from_wire(items: list[dict[str, Any]]) -> list[Outcome]:
     if not out:
         raise BadMessage("a conversion's outcome with no document")
     return out
+
+
+# -- crawling: a request to make, and what it gave -------------------------------------------------
+
+def fetch_to_wire(req: Request, known: KnownPage | None, settings: FetchSettings, head_above: int,
+                  delay: float, limits: Limits) -> dict[str, Any]:
+    """One request of a crawl for a worker: the URL, what is known of it (for a conditional
+    request), how to fetch, the site's delay (between the hops of one request), how to convert."""
+    return {"url": req.url, "depth": req.depth, "kind": req.kind,
+            "known": None if known is None else {"etag": known.etag, "last_modified": known.last_modified,
+                                                 "fetched_at": known.fetched_at, "size": known.size},
+            "fetch": dataclasses.asdict(settings), "head_above": head_above, "delay": delay,
+            "limits": limits_to_wire(limits)}
+
+
+@dataclasses.dataclass(slots=True)
+class FetchTask:
+    req: Request
+    known: KnownPage | None
+    settings: FetchSettings
+    head_above: int
+    delay: float
+    limits: Limits
+
+
+def fetch_from_wire(msg: dict[str, Any]) -> FetchTask:
+    try:
+        k = msg.get("known")
+        known = None if k is None else KnownPage(
+            str(msg["url"]), etag=_opt_str(k.get("etag")), last_modified=_opt_str(k.get("last_modified")),
+            fetched_at=float(k["fetched_at"]), size=int(k["size"]))
+        f = msg["fetch"]
+        settings = FetchSettings(user_agent=str(f["user_agent"]), timeout=float(f["timeout"]),
+                                 deadline=float(f["deadline"]), max_bytes=int(f["max_bytes"]),
+                                 max_redirects=int(f["max_redirects"]), allow_private=bool(f["allow_private"]),
+                                 dns_ttl=float(f["dns_ttl"]))
+        return FetchTask(Request(str(msg["url"]), int(msg["depth"]), kind=str(msg["kind"])), known, settings,
+                         int(msg["head_above"]), float(msg["delay"]), limits_from_wire(msg["limits"]))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise BadMessage(f"not a request to fetch: {exc}") from exc
+
+
+def page_to_wire(page: FetchedPage) -> dict[str, Any]:
+    return {"url": page.url, "final_url": page.final_url, "status": page.status, "headers": page.headers,
+            "body": base64.b64encode(page.body).decode("ascii"), "content_type": page.content_type,
+            "fetched_at": page.fetched_at, "depth": page.depth, "charset": page.charset}
+
+
+def page_from_wire(msg: dict[str, Any]) -> FetchedPage:
+    try:
+        return FetchedPage(url=str(msg["url"]), final_url=str(msg["final_url"]), status=int(msg["status"]),
+                           headers={str(k): str(v) for k, v in dict(msg["headers"]).items()},
+                           body=base64.b64decode(msg["body"], validate=True),
+                           content_type=str(msg["content_type"]), fetched_at=float(msg["fetched_at"]),
+                           depth=int(msg["depth"]), charset=_opt_str(msg.get("charset")))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise BadMessage(f"not a fetched page: {exc}") from exc
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)

@@ -34,6 +34,7 @@ from deskdex.webcrawl.stats import STATE_FILE, SiteStats
 
 if TYPE_CHECKING:
     from deskdex.index import Collection
+    from deskdex.settings import Config
     from deskdex.webcrawl.config import CrawlSite
     from deskdex.webcrawl.runs import CrawlRequest, CrawlRun
 
@@ -87,8 +88,9 @@ class CrawlJob:
 
 class CrawlScheduler:
     def __init__(self, config_file: str, data_dir: str, coll: Collection, lock: threading.RLock,
-                 limits: Limits) -> None:
+                 limits: Limits, cfg: Config | None = None) -> None:
         self.config_file = config_file
+        self.cfg = cfg  # with the setting broker, crawls are made by the cluster's workers
         self.state_path = os.path.join(data_dir, STATE_FILE)
         self.coll, self.lock, self.limits = coll, lock, limits
         self.stop_event = threading.Event()
@@ -212,14 +214,16 @@ class CrawlScheduler:
 
     def _run(self, request: CrawlRequest, job: CrawlJob | None, site: str | None) -> CrawlRun:
         """Run ``request`` into the index to its end, or its stop: the run, with its ``total``."""
+        from deskdex.cluster import remote_crawl
         from deskdex.webcrawl.runs import CrawlRun, plan
 
         plans = plan(crawlconfig.load(self.config_file), request, self._texts)
         if not plans:
             raise ConfigError("no URL given and no crawl configured (deskdex crawl add URL)")
+        remote = remote_crawl(self.cfg) if self.cfg is not None else None
         sink = LockedSink(self.coll, self.lock, self.limits)
         try:
-            run = CrawlRun(plans, sink, self.state_path, _progress_to(job) if job is not None else None)
+            run = CrawlRun(plans, sink, self.state_path, _progress_to(job) if job is not None else None, remote)
             with self._guard:
                 self._current = (run, job, site)
                 if job is not None:
@@ -231,6 +235,8 @@ class CrawlScheduler:
             with self._guard:
                 self._current = None
             sink.close()
+            if remote is not None:
+                remote.close()
         return run
 
     def _run_job(self, job: CrawlJob) -> None:

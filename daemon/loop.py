@@ -120,7 +120,7 @@ class Daemon:
         # Crawls: the configured sites' upkeep, and those clients hand over the socket (asked for
         # during the first reconcile, they wait for it).
         self.crawls = CrawlScheduler(cfg.home.config_file, cfg.home.data_dir, self.coll, self._write_lock,
-                                     self.limits)
+                                     self.limits, cfg)
 
     # -- enterprise mode -------------------------------------------------------------------------
     def folders(self) -> list[str]:

@@ -13,7 +13,7 @@ import logging
 import os
 from typing import Iterable
 
-from deskdex.converters import Document, Limits, Source
+from deskdex.converters import Document, Limits
 from deskdex.converters.isolation import WorkerPool
 from deskdex.errors import IndexMissing
 from deskdex.index import Collection, Row
@@ -21,7 +21,7 @@ from deskdex.index.collection import CATALOG
 from deskdex.index.store import Catalog
 from deskdex.index.webpages import WebPages
 from deskdex.index.checksums import bytes_checksum, text_checksum
-from deskdex.webcrawl.sink import FetchedPage, KnownPage, PutResult, Visit, record_visit
+from deskdex.webcrawl.sink import FetchedPage, KnownPage, PutResult, Visit, page_source, record_visit
 
 logger = logging.getLogger(__name__)
 
@@ -87,18 +87,17 @@ class IndexSink:
         return next((row.uri for row, _similarity in self.coll.near(doc) if row.uri != url), None)
 
     def _convert(self, page: FetchedPage) -> Document | None:
-        mime = page.content_type + (f"; charset={page.charset}" if page.charset else "")
-        name = page.final_url.split("?", 1)[0].rsplit("/", 1)[-1] or "index.html"
-        if "." not in name and page.content_type in ("text/html", "application/xhtml+xml"):
-            name += ".html"
-        src = Source(uri=page.url, name=name, data=page.body, mime=mime)
-        for _, outcomes in self.pool.map([src]):
-            first = outcomes[0]
-            if first.document is None:
-                logger.warning("%s: %s (%s)", page.url, first.message, first.reason)
-                return None
-            return first.document
-        return None
+        if page.converted is not None:  # on the cluster worker that fetched it
+            outcomes = page.converted
+        else:
+            outcomes = next((o for _, o in self.pool.map([page_source(page)])), [])
+        if not outcomes:
+            return None
+        first = outcomes[0]
+        if first.document is None:
+            logger.warning("%s: %s (%s)", page.url, first.message, first.reason)
+            return None
+        return first.document
 
     def _visit(self, kp: KnownPage, page: FetchedPage, changed: bool) -> PutResult:
         if not kp.visits:

@@ -88,7 +88,7 @@ class Worker:
     """A `deskdex worker` process with a home of its own, its log in a file."""
 
     def __init__(self, tmp_path: Path, name: str, broker: str, config: str = "", env: dict[str, str] | None = None,
-                 concurrency: int = 1, verbose: bool = False) -> None:
+                 concurrency: int = 1, verbose: bool = False, args: tuple[str, ...] = ()) -> None:
         self.home = tmp_path / f"home-{name}"
         (self.home / "config").mkdir(parents=True)
         (self.home / "config" / "config.toml").write_text(config)
@@ -96,7 +96,7 @@ class Worker:
         e = dict(os.environ, DESKDEX_HOME=str(self.home), NO_COLOR="1", **(env or {}))
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen([DESKDEX, *(["-v"] if verbose else []), "worker", "--broker", broker, "--concurrency", str(concurrency),
-                                          "--name", f"{name}@test"], stdout=log, stderr=subprocess.STDOUT,
+                                          "--name", f"{name}@test", *args], stdout=log, stderr=subprocess.STDOUT,
                                          env=e, cwd=ROOT)
         deadline = time.monotonic() + 60
         while " ready." not in self.log.read_text():

@@ -33,6 +33,7 @@ from . import config as crawlconfig
 # The crawler itself (httpx, the index) is imported only when a crawl command runs, so that
 # adding these commands to the main parser keeps every other deskdex command quick to start.
 if TYPE_CHECKING:
+    from .crawler import Remote
     from .sink import KnownPage, PageSink
 
 ACTIONS = ("status", "add", "remove", "list")
@@ -40,6 +41,10 @@ FINAL = CRAWL_STATES[2:]  # a crawl job in one of these has ended
 
 
 def _no_daemon(op: str, **args: Any) -> Any:
+    return None
+
+
+def _no_remote(broker: str | None) -> "Remote | None":
     return None
 
 
@@ -54,6 +59,9 @@ class CrawlEnv:
     known_pages: Callable[[], Iterable["KnownPage"]] | None = None
     # The running daemon's answer to an op of deskdex.protocol, or None when no daemon runs.
     ask_daemon: Callable[..., Any] = _no_daemon
+    # Cluster workers for a crawl in this process: through --broker's URL (None: the setting
+    # broker), or None to crawl from here. Raises ConfigError when a broker cannot be used.
+    open_remote: Callable[[str | None], "Remote | None"] = _no_remote
 
     def read_known_pages(self) -> list["KnownPage"]:
         if self.known_pages is not None:
@@ -78,6 +86,8 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--delay", type=float, default=None, help="seconds between two requests to one site")
     p.add_argument("--allow-private", action="store_true", help="allow private, loopback and link-local addresses")
     p.add_argument("--shard", default="0/1", metavar="I/N", help="crawl only the sites whose host hashes to I of N")
+    p.add_argument("--broker", metavar="URL", default=None,
+                   help="make the requests on `deskdex worker` processes of this Redis broker (setting `broker`)")
     p.add_argument("--json", action="store_true", help="print the summary or status as JSON")
     p.set_defaults(func=lambda args: run_command(args, env(args)))
 
@@ -131,13 +141,23 @@ def _crawl(args: argparse.Namespace, urls: list[str], env: CrawlEnv) -> int:
                            [os.path.abspath(f) for f in args.topic_from] if args.topic_from else None,
                            args.delay, args.allow_private, args.shard)
     progress = sys.stderr.isatty()
-    started = env.ask_daemon("crawl", **request.to_args())
-    if started is not None:
-        return _follow(env, started["job"], progress, args.json)  # the daemon holds the index: it crawls
-    with _sink(env) as sink:
-        run = CrawlRun(plan(crawlconfig.load(env.config_path), request, local_texts), sink, env.state_path,
-                       (lambda t: _progress(progress_of(t))) if progress else None)
-        result = summary(run.run())
+    if args.broker is None:
+        started = env.ask_daemon("crawl", **request.to_args())
+        if started is not None:
+            return _follow(env, started["job"], progress, args.json)  # the daemon holds the index: it crawls
+    elif env.ask_daemon("status") is not None:
+        print("deskdex: the daemon is running and holds the index: stop it to crawl with --broker, "
+              "or set the setting broker for it", file=sys.stderr)
+        return 1
+    remote = env.open_remote(args.broker)
+    try:
+        with _sink(env) as sink:
+            run = CrawlRun(plan(crawlconfig.load(env.config_path), request, local_texts), sink, env.state_path,
+                           (lambda t: _progress(progress_of(t))) if progress else None, remote)
+            result = summary(run.run())
+    finally:
+        if remote is not None:
+            remote.close()
     if progress:
         sys.stderr.write("\n")
     print(json.dumps(result) if args.json else format_summary(result))

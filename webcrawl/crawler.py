@@ -9,18 +9,21 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Awaitable, Callable, Protocol
 from urllib.parse import urlsplit
 
-from deskdex.errors import FetchError
+import httpx
+
+from deskdex.errors import BrokerUnavailable, FetchError
 
 from . import feeds, sitemaps
 from .fetch import REDIRECTS, DNSCache, FetchSettings, conditional_headers, fetch, make_client
 from .focus import TopicClassifier
-from .frontier import Frontier, Limits, Request
+from .fetch import Gate
+from .frontier import Frontier, Journal, Limits, Request
 from .links import extract
 from .robots import RobotsCache
-from .sink import FetchedPage, PageSink
+from .sink import FetchedPage, KnownPage, PageSink
 from .stats import CrawlStats
 from .urls import in_scope, normalise, shard_of, site_of
 
@@ -31,6 +34,21 @@ HTML = frozenset({"text/html", "application/xhtml+xml"})
 WANTED = HTML | feeds.FEED_TYPES | {"text/plain", "application/pdf", "application/xml", "text/xml",
                                     "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
                                     "application/x-gzip", "application/gzip", "application/octet-stream", ""}
+
+
+# Makes one request of the crawl (redirects to other sites not followed): this process's HTTP client
+# by default, a cluster worker's through deskdex.cluster.crawling. Raises FetchError.
+Fetcher = Callable[[Request, "KnownPage | None"], Awaitable[FetchedPage]]
+
+
+class Remote(Protocol):
+    """Where a crawl's requests are made and its frontier kept, past this process (deskdex.cluster.crawling)."""
+
+    def fetcher(self, crawler: "Crawler") -> Fetcher: ...
+
+    def journal(self, settings: "CrawlSettings") -> Journal: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -55,12 +73,14 @@ class CrawlSettings:
 
 class Crawler:
     def __init__(self, settings: CrawlSettings, sink: PageSink,
-                 on_progress: Callable[[CrawlStats], None] | None = None) -> None:
+                 on_progress: Callable[[CrawlStats], None] | None = None, remote: Remote | None = None) -> None:
         self.s = settings
         self.sink = sink
         self.on_progress = on_progress
         self.seeds = [u for u in (normalise(x) for x in settings.seeds) if u]
-        self.frontier = Frontier(settings.limits, settings.delay)
+        self.frontier = Frontier(settings.limits, settings.delay,
+                                 journal=remote.journal(settings) if remote is not None else None)
+        self.fetcher: Fetcher = remote.fetcher(self) if remote is not None else self._fetch_here
         self.stats = CrawlStats()
         self.anchors: dict[str, list[str]] = {}
         self.dns = DNSCache(settings.fetch.dns_ttl, settings.fetch.allow_private)
@@ -106,13 +126,13 @@ class Crawler:
         async with make_client(self.s.fetch, self.dns, self.s.concurrency * 2) as client:
             self.client = client
             self.robots = RobotsCache(client, self.s.fetch, gate=self.frontier.slot)
-            for url in self.seeds:
-                if self.mine(url):
-                    self.frontier.add(Request(url, 0, 1.0))
-            if self.s.revisit_known:
-                for kp in self.sink.known_pages():
-                    if self.mine(kp.url) and in_scope(kp.url, self.seeds, self.s.scope):
-                        self.frontier.add(Request(kp.url, kp.depth, kp.priority, "revisit"))
+            resumed = self.frontier.resume()
+            if resumed is not None:  # a crawl stopped half-way (every process restarted): where it was
+                self._pages = resumed
+                logger.info("resuming a crawl of %s: %d pages fetched, %d requests queued",
+                            ", ".join(self.seeds), resumed, self.frontier.pending())
+            else:
+                self._seed()
             self._workers = [asyncio.create_task(self._worker()) for _ in range(self.s.concurrency)]
             if self.stopped:
                 self._cancel_workers()  # stop() came before there were workers to cancel
@@ -124,13 +144,26 @@ class Crawler:
                         raise exc
             finally:
                 self._sink_thread.shutdown(wait=True)  # a page being stored is stored whole
+        if not self.stopped:
+            self.frontier.finished()
         return self.stats
+
+    def _seed(self) -> None:
+        for url in self.seeds:
+            if self.mine(url):
+                self.frontier.add(Request(url, 0, 1.0))
+        if self.s.revisit_known:
+            for kp in self.sink.known_pages():
+                if self.mine(kp.url) and in_scope(kp.url, self.seeds, self.s.scope):
+                    self.frontier.add(Request(kp.url, kp.depth, kp.priority, "revisit"))
 
     async def _worker(self) -> None:
         while (req := await self.frontier.get()) is not None:
             backoff = 0.0
             try:
                 backoff = await self._handle(req)
+            except BrokerUnavailable:
+                raise  # where the frontier is kept is gone: the crawl stops, and resumes when started again
             except Exception:  # noqa: BLE001 - a bug on one URL is recorded, the crawl goes on
                 logger.exception("crawling %s", req.url)
                 self.stats.fail(req.url, "internal_error")
@@ -166,13 +199,7 @@ class Crawler:
             return 0.0
         known = self.sink.known(req.url) if req.kind in ("page", "revisit") else None
         try:
-            if known and not known.etag and not known.last_modified and known.size > self.s.head_above:
-                page = await self._head_first(req, known.fetched_at)
-            else:
-                page = None
-            if page is None:
-                page = await fetch(self.client, self.s.fetch, req.url, headers=conditional_headers(known),
-                                   depth=req.depth, accept=WANTED, gate=self.frontier.slot, follow_off_site=False)
+            page = await self.fetcher(req, known)
         except FetchError as exc:
             return self._failed(req, exc)
         if page.status in REDIRECTS:
@@ -180,6 +207,7 @@ class Crawler:
             return 0.0
         if req.kind in ("page", "revisit"):
             self._pages += 1
+            self.frontier.fetched(self._pages)
         self.stats.site(req.url).fetched += 1
         if req.kind == "sitemap":
             self._sitemap(req, page)
@@ -189,17 +217,8 @@ class Crawler:
             await self._page(req, page)
         return 0.0
 
-    async def _head_first(self, req: Request, fetched_at: float) -> FetchedPage | None:
-        head = await fetch(self.client, self.s.fetch, req.url, method="HEAD", depth=req.depth,
-                           gate=self.frontier.slot, follow_off_site=False)
-        lm = head.headers.get("last-modified")
-        try:
-            if lm and email.utils.parsedate_to_datetime(lm).timestamp() <= fetched_at:
-                head.status = 304
-                return head
-        except (TypeError, ValueError):
-            pass
-        return None
+    async def _fetch_here(self, req: Request, known: KnownPage | None) -> FetchedPage:
+        return await fetch_page(self.client, self.s.fetch, req, known, self.s.head_above, self.frontier.slot)
 
     def _redirected(self, req: Request, target: str) -> None:
         """A redirect to another site: the target is a request of its own, made in that site's turn
@@ -311,6 +330,32 @@ class Crawler:
                 continue
             priority = score if self.s.topic is not None and self.s.focused else 0.5
             self.frontier.add(Request(url, req.depth + 1, priority, off_topic_run=run))
+
+
+async def fetch_page(client: httpx.AsyncClient, settings: FetchSettings, req: Request, known: KnownPage | None,
+                     head_above: int, gate: Gate) -> FetchedPage:
+    """One request of a crawl, each request to a site made through ``gate``: a conditional GET
+    when ``known`` has validators; a large known page without them is asked with HEAD first, and
+    comes back as a 304 when its Last-Modified is not newer than our copy. Raises FetchError."""
+    if known and not known.etag and not known.last_modified and known.size > head_above:
+        head = await fetch(client, settings, req.url, method="HEAD", depth=req.depth, gate=gate,
+                           follow_off_site=False)
+        lm = head.headers.get("last-modified")
+        try:
+            if lm and email.utils.parsedate_to_datetime(lm).timestamp() <= known.fetched_at:
+                head.status = 304
+                return head
+        except (TypeError, ValueError):
+            pass
+    return await fetch(client, settings, req.url, headers=conditional_headers(known), depth=req.depth,
+                       accept=WANTED, gate=gate, follow_off_site=False)
+
+
+def wants_text(req: Request, page: FetchedPage) -> bool:
+    """Whether the crawl stores ``page``'s text (a page, not a sitemap, a feed or a 304), so that a
+    worker that fetched it converts it too."""
+    return (req.kind in ("page", "revisit") and page.status not in REDIRECTS and not page.not_modified
+            and not feeds.is_feed(page.content_type, page.body))
 
 
 def crawl(settings: CrawlSettings, sink: PageSink,

@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import AsyncIterator
+from typing import AsyncIterator, Protocol
 from urllib.parse import urlsplit
 
 from .urls import site_of
@@ -45,6 +45,28 @@ class Limits:
     max_query_variants: int = 50  # distinct queries under one path
 
 
+class Journal(Protocol):
+    """Where a frontier keeps its state beyond the process (deskdex.cluster.crawling: in Redis), so
+    that a crawl whose every process stopped takes up where it was: its seen URLs, its queued
+    requests (those under way included, until they end) and its count of pages fetched."""
+
+    def resume(self) -> tuple[set[str], list[Request], int] | None:
+        """The state of a crawl that did not finish, or None to start afresh."""
+
+    def added(self, req: Request) -> None: ...
+
+    def done(self, url: str) -> None:
+        """The request for ``url`` ended, and is not queued again."""
+
+    def cleared(self) -> None:
+        """Nothing is queued any more (requests under way still end with ``done``)."""
+
+    def fetched(self, pages: int) -> None: ...
+
+    def finished(self) -> None:
+        """The crawl ended: nothing to resume."""
+
+
 @dataclass
 class _Site:
     queue: list[tuple[float, int, int, Request]] = field(default_factory=list)
@@ -58,8 +80,10 @@ class _Site:
 
 
 class Frontier:
-    def __init__(self, limits: Limits = Limits(), delay: float = 1.0) -> None:
+    def __init__(self, limits: Limits = Limits(), delay: float = 1.0, journal: Journal | None = None) -> None:
         self.limits = limits
+        self.journal = journal
+        self._queued: Counter[str] = Counter()  # URL -> times queued, for the journal
         self.delay = delay
         self.seen: set[str] = set()
         self.rejected: Counter[str] = Counter()  # reason -> URLs not queued
@@ -100,6 +124,9 @@ class Frontier:
             self.rejected[reason] += 1
             return False
         self.seen.add(req.url)
+        if self.journal is not None:
+            self.journal.added(req)
+            self._queued[req.url] += 1
         name = site_of(req.url)
         s = self.site(name)
         was_empty = not s.queue
@@ -137,6 +164,7 @@ class Frontier:
                     heapq.heappop(self._ready)
                     s = self._sites[name]
                     _, _, _, req = heapq.heappop(s.queue)
+                    self._unqueued(req.url)
                     s.busy = True
                     s.taken += 1
                     self.in_flight += 1
@@ -160,6 +188,8 @@ class Frontier:
         s.ready_at = time.monotonic() + max(s.delay, backoff)
         s.hold_until = max(s.hold_until, time.monotonic() + backoff)
         self.in_flight -= 1
+        if self.journal is not None and not self._queued[req.url]:
+            self.journal.done(req.url)  # not when it was queued again (a retry)
         if s.queue:
             heapq.heappush(self._ready, (s.ready_at, next(self._seq), name))
         self._wake.set()
@@ -169,7 +199,36 @@ class Frontier:
         for s in self._sites.values():
             s.queue.clear()
         self._ready.clear()
+        self._queued.clear()
+        if self.journal is not None:
+            self.journal.cleared()
         self._wake.set()
+
+    def _unqueued(self, url: str) -> None:
+        if self.journal is not None:
+            self._queued[url] -= 1
+            if not self._queued[url]:
+                del self._queued[url]
+
+    def resume(self) -> int | None:
+        """With a journal holding a crawl that did not finish: its state taken up, and its count of
+        pages fetched; else None."""
+        state = self.journal.resume() if self.journal is not None else None
+        if state is None:
+            return None
+        seen, queued, pages = state
+        self.seen |= seen
+        for req in queued:
+            self.add(req, force=True)
+        return pages
+
+    def fetched(self, pages: int) -> None:
+        if self.journal is not None:
+            self.journal.fetched(pages)
+
+    def finished(self) -> None:
+        if self.journal is not None:
+            self.journal.finished()
 
     def pending(self) -> int:
         return sum(len(s.queue) for s in self._sites.values())

@@ -17,7 +17,7 @@ from typing import Any, Callable
 from deskdex.errors import ConfigError
 
 from .config import CrawlConfig
-from .crawler import CrawlSettings, Crawler
+from .crawler import CrawlSettings, Crawler, Remote
 from .fetch import FetchSettings
 from .focus import TopicClassifier
 from .frontier import Limits
@@ -86,11 +86,13 @@ def _first(*values: Any) -> Any:
 class CrawlRun:
     """Crawls run one after another into ``sink``; each one's counters are added to the crawl state
     file at ``state_path`` as it ends. ``stop()``, from any thread, ends the crawl under way soon and
-    starts no other. ``on_progress`` gets the counters of the whole run after each request."""
+    starts no other. ``on_progress`` gets the counters of the whole run after each request. With
+    ``remote``, cluster workers make the requests and the frontiers are kept in Redis."""
 
     def __init__(self, plans: list[CrawlSettings], sink: PageSink, state_path: str,
-                 on_progress: Callable[[SiteStats], None] | None = None) -> None:
+                 on_progress: Callable[[SiteStats], None] | None = None, remote: Remote | None = None) -> None:
         self.plans, self.sink, self.state_path, self.on_progress = plans, sink, state_path, on_progress
+        self.remote = remote
         self.stopped = False
         self.total = CrawlStats()  # of the crawls that have ended
         self.seeds: list[str] = []  # of the crawl under way
@@ -100,7 +102,7 @@ class CrawlRun:
 
     def run(self) -> CrawlStats:
         for settings in self.plans:
-            crawler = Crawler(settings, self.sink, self._progress)
+            crawler = Crawler(settings, self.sink, self._progress, self.remote)
             with self._lock:
                 if self.stopped:
                     break

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Iterable, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Protocol
 
 from deskdex.index.checksums import normalise
+
+if TYPE_CHECKING:
+    from deskdex.converters.source import Source
 
 PutResult = Literal["stored", "unchanged", "duplicate"]
 
@@ -31,6 +34,9 @@ class FetchedPage:
     depth: int = 0
     anchors: list[str] = field(default_factory=list)  # anchor texts of links pointing to this page
     charset: str | None = None
+    # What converting the body gave (converters.convert's Outcomes), when it was converted where it
+    # was fetched (a cluster worker, deskdex.cluster.fetching); None: the sink converts it.
+    converted: list[Any] | None = None
 
     @property
     def not_modified(self) -> bool:
@@ -76,14 +82,22 @@ def shingles(text: str, n: int = 4) -> set[int]:
     return {hash(tuple(words[i:i + n])) for i in range(max(1, len(words) - n + 1))}
 
 
-def text_of(page: FetchedPage) -> str:
-    """The main text of a page through the converters, as the real sink stores it."""
-    from deskdex.converters.convert import convert
+def page_source(page: FetchedPage) -> "Source":
+    """The page as a file to convert: the same name and type wherever it is converted."""
     from deskdex.converters.source import Source
 
     mime = page.content_type + (f"; charset={page.charset}" if page.charset else "")
-    name = page.final_url.rsplit("/", 1)[-1].split("?", 1)[0] or "index.html"
-    outcomes = convert(Source(uri=page.url, name=name, data=page.body, mime=mime))
+    name = page.final_url.split("?", 1)[0].rsplit("/", 1)[-1] or "index.html"
+    if "." not in name and page.content_type in ("text/html", "application/xhtml+xml"):
+        name += ".html"
+    return Source(uri=page.url, name=name, data=page.body, mime=mime)
+
+
+def text_of(page: FetchedPage) -> str:
+    """The main text of a page through the converters, as the real sink stores it."""
+    from deskdex.converters.convert import convert
+
+    outcomes = page.converted if page.converted is not None else convert(page_source(page))
     doc = outcomes[0].document
     return doc.text(main_only=True) if doc is not None else ""
 

@@ -1,0 +1,243 @@
+"""The coordinator's side of a crawl through workers: each request of the crawl goes to a worker
+(cluster/fetching.py) on its site's crawl queue, and the crawl's frontier is kept in Redis.
+
+The coordinator runs webcrawl's Crawler as on one machine (its sink writes the index here), with
+two parts replaced (webcrawl.crawler.Remote):
+
+- the fetcher: a request is a task on ``deskdex.crawl.<k>`` (k the hash of its site), made by a
+  worker, which converts the page too. The site's politeness slot is held here while the task is
+  out, so a site is asked by one worker at a time, the site's delay after the previous request
+  came back: politeness holds across the cluster whoever takes the task. A task is made once
+  (cluster/fetching.py); one nobody answers (its worker killed after taking it, a broker that lost
+  it) is given up and sent again as a new task after a silence.
+- the journal: the seen URLs, the queued requests (those under way until they end) and the count
+  of pages fetched live in Redis under ``deskdex:crawl:<id>:``, ``id`` a digest of the crawl's
+  seeds, scope and shard. A crawl whose every process stopped (or whose coordinator was stopped)
+  takes up where it was when it is started again; one that ends leaves nothing behind.
+
+Robots.txt, sitemaps and feeds are read here, through the same workers: only the requests leave."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from deskdex.errors import BrokerUnavailable, FetchError
+from deskdex.webcrawl.frontier import Request
+from deskdex.webcrawl.urls import site_of
+
+from . import wire
+from .app import FETCH_TASK, crawl_queue, make_app
+from .broker import redis_client
+from .fetching import fetch_key
+from .pool import ATTEMPTS, shown_url
+
+if TYPE_CHECKING:
+    from deskdex.converters.limits import Limits
+    from deskdex.webcrawl.crawler import CrawlSettings, Crawler, Fetcher
+    from deskdex.webcrawl.sink import FetchedPage, KnownPage
+
+logger = logging.getLogger(__name__)
+
+PREFIX = "deskdex:crawl:"
+
+
+class RemoteCrawl:
+    """webcrawl.crawler.Remote through the broker ``broker``; ``close()`` when the crawls are done."""
+
+    def __init__(self, broker: str, redelivery: float, limits: Limits) -> None:
+        self.broker, self.redelivery, self.limits = broker, redelivery, limits
+        self._app = make_app(broker, redelivery)
+        self._redis = redis_client(broker)
+        self._reply = f"deskdex:reply:{uuid.uuid4().hex}"
+        self._waiting: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[dict[str, Any]]]] = {}
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._listener = threading.Thread(target=self._listen, name="deskdex-crawl-replies", daemon=True)
+        self._listener.start()
+
+    def close(self) -> None:
+        import redis
+
+        self._closed.set()
+        self._listener.join(10)
+        try:
+            self._redis.delete(self._reply)
+            self._redis.close()
+        except redis.RedisError:
+            pass
+        self._app.close()
+
+    def journal(self, settings: CrawlSettings) -> RedisJournal:
+        return RedisJournal(self._redis, crawl_id(settings), self.broker)
+
+    def fetcher(self, crawler: Crawler) -> Fetcher:
+        async def fetch(req: Request, known: KnownPage | None) -> FetchedPage:
+            return await self._fetch(crawler, req, known)
+
+        return fetch
+
+    async def _fetch(self, crawler: Crawler, req: Request, known: KnownPage | None) -> FetchedPage:
+        site = site_of(req.url)
+        s = crawler.s
+        # No answer for this long: the task is lost (a dead worker's comes back after redelivery).
+        silence = self.redelivery + 2 * s.fetch.deadline + 5.0
+        loop = asyncio.get_running_loop()
+        async with crawler.frontier.slot(site):
+            msg = wire.fetch_to_wire(req, known, s.fetch, s.head_above, crawler.frontier.site(site).delay,
+                                     self.limits)
+            for attempt in range(1, ATTEMPTS + 1):
+                tid = uuid.uuid4().hex
+                future: asyncio.Future[dict[str, Any]] = loop.create_future()
+                with self._lock:
+                    self._waiting[tid] = (loop, future)
+                try:
+                    await loop.run_in_executor(None, self._send, tid, site, msg, silence)
+                    answer = await asyncio.wait_for(future, silence)
+                except TimeoutError:
+                    logger.warning("no worker answered for %s in %.0f s (try %d of %d)", req.url, silence,
+                                   attempt, ATTEMPTS)
+                    continue
+                finally:
+                    with self._lock:
+                        self._waiting.pop(tid, None)
+                    self._close(tid)
+                return _answer(answer, known)
+        raise FetchError("no_worker", f"no deskdex worker answered ({ATTEMPTS} tries, {silence:.0f} s each): "
+                                      "is one running, and taking this site's queue?")
+
+    def _close(self, tid: str) -> None:
+        """No worker may take task ``tid`` any more (answered, or given up)."""
+        import redis
+
+        try:
+            self._redis.delete(fetch_key(tid))
+        except redis.RedisError:
+            pass  # it expires
+
+    def _send(self, tid: str, site: str, msg: dict[str, Any], silence: float) -> None:
+        deadline = time.monotonic() + 60.0
+        while True:
+            try:
+                self._redis.set(fetch_key(tid), "open", ex=int(silence) + 1)
+                self._app.send_task(FETCH_TASK, args=[msg, self._reply], task_id=tid, queue=crawl_queue(site))
+                return
+            except Exception as exc:  # kombu's OperationalError, the transport's and redis-py's errors
+                if time.monotonic() > deadline:
+                    raise BrokerUnavailable(f"cannot queue a request on the broker {shown_url(self.broker)}: "
+                                            f"{exc}") from exc
+                logger.warning("the broker %s refused a request (%s): trying again", shown_url(self.broker), exc)
+                time.sleep(1.0)
+
+    def _listen(self) -> None:
+        """Hand each reply to the request waiting for it; a second delivery's is dropped."""
+        import redis
+
+        while not self._closed.is_set():
+            try:
+                item = self._redis.blpop([self._reply], timeout=1)
+            except redis.RedisError as exc:
+                logger.warning("waiting for crawl replies: %s", exc)  # after the client's own retries
+                self._closed.wait(1.0)
+                continue
+            if item is None:
+                continue
+            try:
+                answer = json.loads(item[1])
+                tid = str(answer["id"])
+            except (ValueError, KeyError, TypeError) as exc:
+                logger.error("dropped a reply that is not a worker's: %s", exc)
+                continue
+            with self._lock:
+                waiting = self._waiting.get(tid)
+            if waiting is not None:
+                loop, future = waiting
+                loop.call_soon_threadsafe(_resolve, future, answer)
+
+
+def _resolve(future: asyncio.Future[dict[str, Any]], answer: dict[str, Any]) -> None:
+    if not future.done():
+        future.set_result(answer)
+
+
+def _answer(answer: dict[str, Any], known: KnownPage | None) -> FetchedPage:
+    """The page a worker's answer holds, or the FetchError it reports."""
+    try:
+        err = answer.get("error")
+        if err is not None:
+            retry = err.get("retry_after")
+            raise FetchError(str(err["reason"]), str(err["message"]), None if retry is None else float(retry))
+        page = wire.page_from_wire(answer["page"])
+        if answer.get("outcomes") is not None:
+            page.converted = wire.outcomes_from_wire(answer["outcomes"])
+        return page
+    except (KeyError, TypeError, ValueError, AttributeError, wire.BadMessage) as exc:
+        raise FetchError("bad_answer", f"a worker's answer that is not deskdex's: {exc}") from exc
+
+
+def crawl_id(settings: CrawlSettings) -> str:
+    """The same crawl asked for again (its seeds, scope and shard) has the same id."""
+    key = json.dumps([sorted(settings.seeds), settings.scope, list(settings.shard)])
+    return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
+
+
+class RedisJournal:
+    """webcrawl.frontier.Journal in Redis: a set of seen URLs, a hash of queued requests by URL, a
+    count of pages fetched. Each call is one round trip (the queue's and seen set's together on
+    add); a broker that is restarted is waited for (cluster.broker), one gone for longer stops the
+    crawl with BrokerUnavailable, and starting it again resumes it."""
+
+    def __init__(self, client: Any, crawl: str, broker: str) -> None:
+        self.r = client
+        self.broker = broker
+        self.seen_key, self.queue_key, self.pages_key = (f"{PREFIX}{crawl}:{k}" for k in ("seen", "queue", "pages"))
+
+    def _do(self, what: str, *commands: tuple[str, Any]) -> list[Any]:
+        import redis
+
+        try:
+            pipe = self.r.pipeline(transaction=False)
+            for name, args in commands:
+                getattr(pipe, name)(*args)
+            return list(pipe.execute())
+        except redis.RedisError as exc:
+            raise BrokerUnavailable(f"lost the broker {shown_url(self.broker)} while {what}: {exc}") from exc
+
+    def resume(self) -> tuple[set[str], list[Request], int] | None:
+        queued, seen, pages = self._do("reading the crawl's state", ("hgetall", (self.queue_key,)),
+                                       ("smembers", (self.seen_key,)), ("get", (self.pages_key,)))
+        if not queued:
+            return None  # nothing left to do: a crawl that ended, or never began
+        reqs = []
+        for raw in queued.values():
+            try:
+                d = json.loads(raw)
+                reqs.append(Request(str(d["url"]), int(d["depth"]), float(d["priority"]), str(d["kind"]),
+                                    int(d["retries"]), int(d["off_topic_run"])))
+            except (ValueError, KeyError, TypeError) as exc:
+                logger.error("dropped a queued request that is not deskdex's: %s", exc)
+        return {s.decode("utf-8", "surrogateescape") for s in seen}, reqs, int(pages or 0)
+
+    def added(self, req: Request) -> None:
+        body = json.dumps({"url": req.url, "depth": req.depth, "priority": req.priority, "kind": req.kind,
+                           "retries": req.retries, "off_topic_run": req.off_topic_run})
+        self._do("queueing a request", ("sadd", (self.seen_key, req.url)),
+                 ("hset", (self.queue_key, req.url, body)))
+
+    def done(self, url: str) -> None:
+        self._do("ending a request", ("hdel", (self.queue_key, url)))
+
+    def cleared(self) -> None:
+        self._do("emptying the queue", ("delete", (self.queue_key,)))
+
+    def fetched(self, pages: int) -> None:
+        self._do("counting pages", ("set", (self.pages_key, pages)))
+
+    def finished(self) -> None:
+        self._do("ending the crawl", ("delete", (self.queue_key, self.seen_key, self.pages_key)))

@@ -1,0 +1,84 @@
+"""The worker's side of a crawl: make one request a coordinator hands out (deskdex.cluster.crawling),
+convert the page it gives, and push both back to the coordinator, which keeps the crawl's frontier
+and stores the page.
+
+Politeness: the coordinator hands out a site's requests one at a time, each after the site's delay
+since the previous one came back, so a site sees one worker at a time whichever worker it is. A
+request's own hops (a HEAD before its GET, each redirect within the site) are spaced by the same
+delay here.
+
+A request is made once: the coordinator opens ``deskdex:fetch:<task id>`` while it waits, and the
+first worker to take the task closes it (atomically, in Redis). A second delivery (Celery's, after a
+broker restart or a lost acknowledgement) or a task the coordinator has given up finds it closed and
+is dropped unmade, so no request reaches a site outside its turn.
+
+Whoever can write to the broker chooses the URLs a worker fetches: private, loopback and
+link-local addresses are refused unless the worker itself allows them (``deskdex worker
+--allow-private``), whatever the message asks."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import threading
+from typing import Any
+
+from deskdex.errors import FetchError
+from deskdex.webcrawl.crawler import fetch_page, wants_text
+from deskdex.webcrawl.fetch import DNSCache, make_client
+from deskdex.webcrawl.frontier import Frontier
+from deskdex.webcrawl.sink import FetchedPage, page_source
+
+from . import wire
+from .worker import STATE, push
+
+logger = logging.getLogger(__name__)
+
+_local = threading.local()  # each worker thread's event loop
+
+# The task's key is "open" while its coordinator waits: take it. KEEPTTL: the coordinator's expiry.
+_TAKE = "if redis.call('get', KEYS[1]) == 'open' then redis.call('set', KEYS[1], 'taken', 'KEEPTTL') return 1 end return 0"
+
+
+def fetch_key(task_id: str) -> str:
+    return f"deskdex:fetch:{task_id}"
+
+
+def fetch_task(task: Any, request: dict[str, Any], reply: str) -> None:
+    """The task: fetch, convert, push the result to ``reply`` (before the task is acknowledged)."""
+    try:
+        job = wire.fetch_from_wire(request)
+    except wire.BadMessage as exc:
+        logger.error("dropped a task that is not deskdex's: %s", exc)  # acknowledged: it can never succeed
+        return
+    assert STATE.redis is not None
+    if not STATE.redis.eval(_TAKE, 1, fetch_key(task.request.id)):
+        logger.info("dropped a request already made, or given up by its coordinator: %s", job.req.url)
+        return
+    if job.settings.allow_private and not STATE.allow_private:
+        job.settings = dataclasses.replace(job.settings, allow_private=False)
+    answer: dict[str, Any] = {"id": task.request.id}
+    try:
+        page = _loop().run_until_complete(_fetch(job))
+    except FetchError as exc:
+        answer["error"] = {"reason": exc.reason, "message": str(exc), "retry_after": exc.retry_after}
+    else:
+        answer["page"] = wire.page_to_wire(page)
+        if wants_text(job.req, page):
+            for _, outcomes in STATE.pool(job.limits).map([page_source(page)]):
+                answer["outcomes"] = wire.outcomes_to_wire(outcomes)
+    push(reply, answer)
+
+
+async def _fetch(job: wire.FetchTask) -> FetchedPage:
+    gate = Frontier(delay=job.delay).slot  # the hops of this one request, a delay apart
+    async with make_client(job.settings, DNSCache(job.settings.dns_ttl, job.settings.allow_private), 4) as client:
+        return await fetch_page(client, job.settings, job.req, job.known, job.head_above, gate)
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    loop: asyncio.AbstractEventLoop | None = getattr(_local, "loop", None)
+    if loop is None:
+        loop = _local.loop = asyncio.new_event_loop()
+    return loop

@@ -1,0 +1,136 @@
+"""Crawling past one machine: `deskdex crawl --broker` hands its requests to real `deskdex worker`
+processes through a real redis-server on 127.0.0.1, and gets what a single machine gets; a worker
+killed with SIGKILL and a broker restarted in the middle of a crawl lose nothing, double nothing,
+and no site is asked twice within its delay. Asserted from the test site's own request log."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import CLI
+from .test_cluster import RedisServer, Worker, _cli, broker, redis_server, workers  # noqa: F401 (fixtures)
+from .webcrawl_site import SiteServer
+
+DELAY = 0.05
+WORKER = "redelivery = 3.0\n"
+# The coordinator's: a dead worker's request is sent again after redelivery + 2 deadlines + 5 s.
+COORDINATOR = "redelivery = 3.0\n[crawl]\ndeadline = 5.0\ntimeout = 2.0\n"
+
+
+def _crawl(cli: CLI, site: SiteServer, *extra: str, delay: float = DELAY) -> dict[str, Any]:
+    out = cli.run("crawl", site.url("/"), "--allow-private", "--delay", str(delay), "--max-pages", "200",
+                  "--json", *extra)
+    return dict(json.loads(out.stdout))
+
+
+def _stored(cli: CLI, netloc: str) -> list[str]:
+    """The paths of the pages in the index (each stored once: a URL is a document's key)."""
+    res = cli.json("search", "source:web", "--limit", "500")
+    assert res["total"] == len(res["hits"])
+    return sorted(h["uri"].split(netloc, 1)[1] for h in res["hits"])
+
+
+def _gaps(site: SiteServer) -> list[float]:
+    times = [t for t, *_ in site.log]
+    return [b - a for a, b in itertools.pairwise(times)]
+
+
+def _fetched_by(worker: Worker) -> int:
+    return worker.log.read_text().count("deskdex.fetch[")
+
+
+def test_workers_crawl_what_one_machine_crawls(tmp_path: Path, broker: str, workers: list[Worker]):
+    workers.append(Worker(tmp_path, "w1", broker, WORKER, verbose=True, args=("--allow-private",)))
+    workers.append(Worker(tmp_path, "w2", broker, WORKER, verbose=True, args=("--allow-private",)))
+    remote = _cli(tmp_path, "coordinator", COORDINATOR)
+    local = _cli(tmp_path, "single", COORDINATOR)
+    with SiteServer(slow_seconds=1.5) as site:
+        got = _crawl(remote, site, "--broker", broker)
+        stored = _stored(remote, site.netloc)
+        gaps = _gaps(site)
+        remote_gets = site.paths("GET")
+    with SiteServer(slow_seconds=1.5) as site2:
+        expected = _crawl(local, site2)
+        expected_stored = _stored(local, site2.netloc)
+
+    assert stored == expected_stored and len(stored) >= 15, (stored, expected_stored)
+    for key in ("fetched", "stored", "unchanged", "duplicates", "robots_excluded", "failed"):
+        assert got[key] == expected[key], (key, got, expected)
+    # Politeness held across the two workers: never two requests closer than the delay, robots.txt
+    # read before any page, the disallowed path never asked.
+    assert min(gaps) >= DELAY * 0.9, min(gaps)
+    assert "/private/secret" not in remote_gets
+    # The same near-duplicate pages were left out, and the same pages answer the same queries.
+    for q in ("lorem", "page", "title:page", "calendar"):
+        mine = [h["uri"].split(site.netloc, 1)[1] for h in remote.json("search", q, "--limit", "20")["hits"]]
+        theirs = [h["uri"].split(site2.netloc, 1)[1] for h in local.json("search", q, "--limit", "20")["hits"]]
+        assert sorted(mine) == sorted(theirs), q
+    # Both workers made requests: the work was shared.
+    assert _fetched_by(workers[0]) > 0 and _fetched_by(workers[1]) > 0
+    # The crawl ended: nothing of it is left in Redis to resume.
+    import redis
+
+    assert not redis.Redis.from_url(broker).keys("deskdex:crawl:*")
+
+
+def test_killed_worker_and_restarted_broker_lose_nothing(tmp_path: Path, workers: list[Worker]):
+    server = RedisServer(tmp_path, persist=True)
+    try:
+        _faults(tmp_path, server, workers)
+    finally:
+        server.stop()
+
+
+def _faults(tmp_path: Path, server: RedisServer, workers: list[Worker]) -> None:
+    delay = 0.15
+    workers.append(Worker(tmp_path, "w1", server.url, WORKER, verbose=True, args=("--allow-private",)))
+    workers.append(Worker(tmp_path, "w2", server.url, WORKER, verbose=True, args=("--allow-private",)))
+    remote = _cli(tmp_path, "coordinator", COORDINATOR)
+    with SiteServer(kind="big", pages=60) as site:
+        result: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                result["summary"] = _crawl(remote, site, "--broker", server.url, delay=delay)
+            except subprocess.CalledProcessError as exc:
+                result["error"] = exc.stderr
+
+        crawling = threading.Thread(target=run)
+        crawling.start()
+        _wait_for_requests(site, 15)
+        workers[0].proc.kill()  # SIGKILL: whatever it had taken is never answered
+        _wait_for_requests(site, 30)
+        server.stop()  # SIGTERM: its append-only file flushed, as a restarted machine's would be
+        time.sleep(2.0)
+        at_restart = len(site.log)
+        server.start()
+        crawling.join(300)
+        assert not crawling.is_alive(), "the crawl never ended"
+        assert "error" not in result, result.get("error")
+        stored = _stored(remote, site.netloc)
+        gaps = _gaps(site)
+        log = site.paths("GET")
+        assert len(log) > at_restart + 10, (at_restart, len(log))  # the faults came in the middle
+    with SiteServer(kind="big", pages=60) as site2:
+        single = _cli(tmp_path, "single", COORDINATOR)
+        _crawl(single, site2, delay=0.01)
+        expected = _stored(single, site2.netloc)
+    assert stored == expected and len(stored) >= 30, (stored, expected)  # nothing lost, nothing doubled
+    assert min(gaps) >= delay * 0.9, (min(gaps), site.log[-20:])
+    # At most the request the killed worker had taken was made twice; nothing else.
+    assert len(log) - len(set(log)) <= 1, sorted(p for p in log if log.count(p) > 1)
+
+
+def _wait_for_requests(site: SiteServer, n: int) -> None:
+    deadline = time.monotonic() + 60
+    while len(site.log) < n:
+        assert time.monotonic() < deadline, f"only {len(site.log)} requests"
+        time.sleep(0.02)
