@@ -189,7 +189,8 @@ def crawl_id(settings: CrawlSettings) -> str:
 
 class RedisJournal:
     """webcrawl.frontier.Journal in Redis: a set of seen URLs, a hash of queued requests by URL, a
-    count of pages fetched. Each call is one round trip (the queue's and seen set's together on
+    count of pages fetched. A request that ended stays in the hash until the sink commits, so a
+    coordinator killed before that asks it again when resumed, rather than losing its page. Each call is one round trip (the queue's and seen set's together on
     add); a broker that is restarted is waited for (cluster.broker), one gone for longer stops the
     crawl with BrokerUnavailable, and starting it again resumes it."""
 
@@ -197,6 +198,7 @@ class RedisJournal:
         self.r = client
         self.broker = broker
         self.seen_key, self.queue_key, self.pages_key = (f"{PREFIX}{crawl}:{k}" for k in ("seen", "queue", "pages"))
+        self._ended: list[str] = []  # requests ended, kept queued until what they stored is durable
 
     def _do(self, what: str, *commands: tuple[str, Any]) -> list[Any]:
         import redis
@@ -231,9 +233,16 @@ class RedisJournal:
                  ("hset", (self.queue_key, req.url, body)))
 
     def done(self, url: str) -> None:
-        self._do("ending a request", ("hdel", (self.queue_key, url)))
+        self._ended.append(url)
+
+    def durable(self) -> None:
+        ended, self._ended = self._ended, []
+        if ended:
+            self._do("ending requests", ("hdel", (self.queue_key, *ended)))
 
     def cleared(self) -> None:
+        # The budget is spent and the crawl about to end: a kill before it does starts the next
+        # one afresh, from its seeds and the pages the catalog knows.
         self._do("emptying the queue", ("delete", (self.queue_key,)))
 
     def fetched(self, pages: int) -> None:

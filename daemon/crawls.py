@@ -57,6 +57,10 @@ class LockedSink(IndexSink):
         with self.lock:
             return super().put_page(page)
 
+    def commit(self) -> None:
+        with self.lock:
+            super().commit()
+
     def close(self) -> None:
         with self.lock:
             super().close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from typing import Iterable
 
 from deskdex.converters import Document, Limits
@@ -27,13 +28,17 @@ logger = logging.getLogger(__name__)
 
 class IndexSink:
     def __init__(self, coll: Collection, limits: Limits = Limits(), commit_every: int = 200,
-                 owns_collection: bool = True) -> None:
+                 owns_collection: bool = True, commit_seconds: float = 2.0) -> None:
         self.coll = coll
         self.owns_collection = owns_collection
         self.pages = WebPages(coll.catalog)
         self.pool = WorkerPool(1, limits, idle=True)
-        self.commit_every = commit_every
+        # Pages are searchable, and a crawl's journal in Redis forgets them, after a commit: every
+        # ``commit_every`` pages, or ``commit_seconds`` after the first page not yet committed.
+        self.commit_every, self.commit_seconds = commit_every, commit_seconds
         self._since_commit = 0
+        self._first_uncommitted = 0.0
+        self.commits = 0  # times what was stored was made durable (a crawl's journal forgets what it holds)
 
     def close(self) -> None:
         self.pool.close()
@@ -108,11 +113,19 @@ class IndexSink:
         self._tick()
         return result
 
+    def commit(self) -> None:
+        """Make every page stored so far durable."""
+        self.coll.commit()
+        self._since_commit = 0
+        self.commits += 1
+
     def _tick(self) -> None:
+        now = time.monotonic()
+        if not self._since_commit:
+            self._first_uncommitted = now
         self._since_commit += 1
-        if self._since_commit >= self.commit_every:
-            self.coll.commit()
-            self._since_commit = 0
+        if self._since_commit >= self.commit_every or now - self._first_uncommitted >= self.commit_seconds:
+            self.commit()
 
 
 def known_pages(pages: WebPages) -> list[KnownPage]:

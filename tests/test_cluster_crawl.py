@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import subprocess
 import threading
 import time
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import CLI
+from .conftest import CLI, DESKDEX, ROOT
 from .test_cluster import RedisServer, Worker, _cli, broker, redis_server, workers  # noqa: F401 (fixtures)
 from .webcrawl_site import SiteServer
 
@@ -134,3 +135,52 @@ def _wait_for_requests(site: SiteServer, n: int) -> None:
     while len(site.log) < n:
         assert time.monotonic() < deadline, f"only {len(site.log)} requests"
         time.sleep(0.02)
+
+
+def test_a_crawl_resumes_after_every_process_stopped(tmp_path: Path, workers: list[Worker]):
+    server = RedisServer(tmp_path, persist=True)
+    try:
+        _resume(tmp_path, server, workers)
+    finally:
+        server.stop()
+
+
+def _resume(tmp_path: Path, server: RedisServer, workers: list[Worker]) -> None:
+    import redis
+
+    delay = 0.1
+    workers.append(Worker(tmp_path, "w1", server.url, WORKER, args=("--allow-private",)))
+    remote = _cli(tmp_path, "coordinator", COORDINATOR)
+    with SiteServer(kind="big", pages=60) as site:
+        command = [DESKDEX, "crawl", site.url("/"), "--allow-private", "--delay", str(delay), "--broker",
+                   server.url, "--json"]
+        env = dict(os.environ, DESKDEX_HOME=str(remote.home), NO_COLOR="1")
+        first = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _wait_for_requests(site, 45)  # past a commit of the pages (every 2 s)
+        # Every process stops at once: the coordinator and the worker killed, Redis shut down.
+        first.kill()
+        workers[0].proc.kill()
+        first.communicate()
+        before = len(site.log)
+        state = redis.Redis.from_url(server.url)
+        queued = sum(state.hlen(k) for k in state.keys("deskdex:crawl:*:queue"))
+        assert queued > 0
+        server.stop()
+        server.start()
+        workers.append(Worker(tmp_path, "w2", server.url, WORKER, args=("--allow-private",)))
+        summary = json.loads(remote.run("crawl", site.url("/"), "--allow-private", "--delay", str(delay),
+                                        "--broker", server.url, "--json").stdout)
+        stored = _stored(remote, site.netloc)
+        pages_after = [p for _, m, p, _ in site.log[before:] if p.startswith("/p/")]
+        gaps = _gaps(site)
+    with SiteServer(kind="big", pages=60) as site2:
+        single = _cli(tmp_path, "single", COORDINATOR)
+        _crawl(single, site2, delay=0.01)
+        expected = _stored(single, site2.netloc)
+    assert stored == expected, (stored, expected)  # nothing lost
+    # Taken up where it was: the pages stored before the last commit are not asked again, and the
+    # seed's first page is not where the second run began.
+    assert len(pages_after) < len(expected) - 10, (len(pages_after), len(expected))
+    assert summary["fetched"] <= len(pages_after), summary  # the second run's counters are its own
+    assert min(gaps[:before - 1] + gaps[before:]) >= delay * 0.9
+    assert not redis.Redis.from_url(server.url).keys("deskdex:crawl:*")  # it ended: nothing left to resume

@@ -86,6 +86,7 @@ class Crawler:
         self.dns = DNSCache(settings.fetch.dns_ttl, settings.fetch.allow_private)
         self.harvest = [0, 0]  # on-topic pages, pages classified
         self._pages = 0
+        self._commits: int | None = getattr(sink, "commits", None)
         self._started_sites: set[str] = set()
         self._sink_thread = ThreadPoolExecutor(1, thread_name_prefix="deskdex-sink")
         self.stopped = False  # stop() was called: the crawl ended early
@@ -144,7 +145,10 @@ class Crawler:
                         raise exc
             finally:
                 self._sink_thread.shutdown(wait=True)  # a page being stored is stored whole
-        if not self.stopped:
+        if not self.stopped and self.frontier.journal is not None:
+            commit = getattr(self.sink, "commit", None)
+            if commit is not None:
+                commit()  # before the journal forgets the crawl: a kill in between loses no page
             self.frontier.finished()
         return self.stats
 
@@ -232,7 +236,14 @@ class Crawler:
 
     async def _put(self, page: FetchedPage) -> str:
         # Conversion can take a while: one thread keeps the event loop fetching and the sink single-threaded.
-        return await asyncio.get_running_loop().run_in_executor(self._sink_thread, self.sink.put_page, page)
+        result = await asyncio.get_running_loop().run_in_executor(self._sink_thread, self.sink.put_page, page)
+        # The requests that ended before this page was stored are in the sink's commit, when it made
+        # one (a sink that says nothing of commits stores for good at once).
+        commits = getattr(self.sink, "commits", None)
+        if commits is None or commits != self._commits:
+            self._commits = commits
+            self.frontier.durable()
+        return result
 
     def _failed(self, req: Request, exc: FetchError) -> float:
         if exc.retry_after is not None and req.retries < self.s.max_retries and exc.retry_after <= self.s.max_backoff:

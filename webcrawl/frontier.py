@@ -56,7 +56,10 @@ class Journal(Protocol):
     def added(self, req: Request) -> None: ...
 
     def done(self, url: str) -> None:
-        """The request for ``url`` ended, and is not queued again."""
+        """The request for ``url`` ended, and is not queued again; still resumed until ``durable``."""
+
+    def durable(self) -> None:
+        """What the requests ended so far stored is stored for good (the sink committed): forget them."""
 
     def cleared(self) -> None:
         """Nothing is queued any more (requests under way still end with ``done``)."""
@@ -225,6 +228,10 @@ class Frontier:
     def fetched(self, pages: int) -> None:
         if self.journal is not None:
             self.journal.fetched(pages)
+
+    def durable(self) -> None:
+        if self.journal is not None:
+            self.journal.durable()
 
     def finished(self) -> None:
         if self.journal is not None:
