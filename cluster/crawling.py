@@ -15,7 +15,9 @@ two parts replaced (webcrawl.crawler.Remote):
   seeds, scope and shard. A crawl whose every process stopped (or whose coordinator was stopped)
   takes up where it was when it is started again; one that ends leaves nothing behind.
 
-Robots.txt, sitemaps and feeds are read here, through the same workers: only the requests leave."""
+Sitemaps and feeds are requests like pages, made by the workers and read here. Robots.txt is read by
+the coordinator itself (once a day per site, in the site's turn like any request): one set of rules
+for the whole cluster, which a redirect of robots.txt to another site cannot split."""
 
 from __future__ import annotations
 

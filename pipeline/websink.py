@@ -15,6 +15,7 @@ import time
 from typing import Iterable
 
 from deskdex.converters import Document, Limits
+from deskdex.converters.convert import Outcome
 from deskdex.converters.isolation import WorkerPool
 from deskdex.errors import IndexMissing
 from deskdex.index import Collection, Row
@@ -92,6 +93,7 @@ class IndexSink:
         return next((row.uri for row, _similarity in self.coll.near(doc) if row.uri != url), None)
 
     def _convert(self, page: FetchedPage) -> Document | None:
+        outcomes: list[Outcome]
         if page.converted is not None:  # on the cluster worker that fetched it
             outcomes = page.converted
         else:

@@ -12,7 +12,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -45,7 +45,9 @@ def _gaps(site: SiteServer) -> list[float]:
 
 
 def _fetched_by(worker: Worker) -> int:
-    return worker.log.read_text().count("deskdex.fetch[")
+    """Requests the worker made (its log is verbose: a line for each task it received)."""
+    return sum(1 for line in worker.log.read_text().splitlines()
+               if "Task deskdex.fetch[" in line and line.endswith(" received"))
 
 
 def test_workers_crawl_what_one_machine_crawls(tmp_path: Path, broker: str, workers: list[Worker]):
@@ -82,15 +84,15 @@ def test_workers_crawl_what_one_machine_crawls(tmp_path: Path, broker: str, work
     assert not redis.Redis.from_url(broker).keys("deskdex:crawl:*")
 
 
-def test_killed_worker_and_restarted_broker_lose_nothing(tmp_path: Path, workers: list[Worker]):
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server with its append-only file: restarted, it keeps the queues and the journal."""
     server = RedisServer(tmp_path, persist=True)
-    try:
-        _faults(tmp_path, server, workers)
-    finally:
-        server.stop()
+    yield server
+    server.stop()
 
 
-def _faults(tmp_path: Path, server: RedisServer, workers: list[Worker]) -> None:
+def test_killed_worker_and_restarted_broker_lose_nothing(tmp_path: Path, server: RedisServer, workers: list[Worker]):
     delay = 0.15
     workers.append(Worker(tmp_path, "w1", server.url, WORKER, verbose=True, args=("--allow-private",)))
     workers.append(Worker(tmp_path, "w2", server.url, WORKER, verbose=True, args=("--allow-private",)))
@@ -137,15 +139,7 @@ def _wait_for_requests(site: SiteServer, n: int) -> None:
         time.sleep(0.02)
 
 
-def test_a_crawl_resumes_after_every_process_stopped(tmp_path: Path, workers: list[Worker]):
-    server = RedisServer(tmp_path, persist=True)
-    try:
-        _resume(tmp_path, server, workers)
-    finally:
-        server.stop()
-
-
-def _resume(tmp_path: Path, server: RedisServer, workers: list[Worker]) -> None:
+def test_a_crawl_resumes_after_every_process_stopped(tmp_path: Path, server: RedisServer, workers: list[Worker]):
     import redis
 
     delay = 0.1
@@ -184,3 +178,32 @@ def _resume(tmp_path: Path, server: RedisServer, workers: list[Worker]) -> None:
     assert summary["fetched"] <= len(pages_after), summary  # the second run's counters are its own
     assert min(gaps[:before - 1] + gaps[before:]) >= delay * 0.9
     assert not redis.Redis.from_url(server.url).keys("deskdex:crawl:*")  # it ended: nothing left to resume
+
+
+def test_the_daemon_crawls_through_the_workers(tmp_path: Path, broker: str, workers: list[Worker]):
+    """`deskdex crawl URL` beside a daemon with the setting broker: the daemon takes the crawl and
+    its requests are made by the workers; `deskdex status` counts the crawl queues."""
+    from .daemon_fixture import DaemonProcess
+
+    workers.append(Worker(tmp_path, "w1", broker, WORKER, verbose=True, args=("--allow-private",)))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    daemon = DaemonProcess(tmp_path / "daemon-home", [docs], extra_config=f'broker = "{broker}"\n' + COORDINATOR)
+    daemon.start()
+    try:
+        with SiteServer(kind="big", pages=12) as site:
+            cli = CLI(daemon.home)
+            summary = _crawl(cli, site)
+            assert summary["stored"] == 12, summary
+            assert len(_stored(cli, site.netloc)) == 12
+            # Every request but robots.txt (read by the coordinator: one set of rules for the
+            # cluster) was made by the worker: the pages and the guessed /sitemap.xml.
+            requests = site.paths()
+            assert requests.count("/robots.txt") == 1
+            assert _fetched_by(workers[0]) == len(requests) - 1, requests
+        cluster = cli.json("status")["cluster"]
+        assert set(cluster["crawl_queued"]) == {str(k) for k in range(8)} and not any(cluster["crawl_queued"].values())
+        assert "crawl requests queued" in cli.run("status").stdout
+    finally:
+        daemon.stop()
+

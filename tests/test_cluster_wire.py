@@ -58,3 +58,38 @@ def test_bad_sources_and_limits_are_refused(bad: dict[str, object]):
         wire.source_from_wire(bad)
     with pytest.raises(wire.BadMessage):
         wire.limits_from_wire({"time_seconds": 1.0, "no_such_limit": 2})
+
+
+def test_a_request_and_its_page_round_trip():
+    from deskdex.webcrawl.fetch import FetchSettings
+    from deskdex.webcrawl.frontier import Request
+    from deskdex.webcrawl.sink import FetchedPage, KnownPage
+
+    req = Request("http://example.org/a?b=1", 3, kind="revisit")
+    known = KnownPage(req.url, etag='"x1"', last_modified="Mon, 01 Jan 2024 00:00:00 GMT", fetched_at=17.5, size=9)
+    settings = FetchSettings(timeout=2.0, deadline=5.0, allow_private=True)
+    job = wire.fetch_from_wire(json.loads(json.dumps(wire.fetch_to_wire(req, known, settings, 1024, 0.3, Limits()))))
+    assert (job.req.url, job.req.depth, job.req.kind) == (req.url, 3, "revisit")
+    assert job.known is not None and (job.known.etag, job.known.last_modified, job.known.fetched_at, job.known.size) \
+        == (known.etag, known.last_modified, 17.5, 9)
+    assert (job.settings, job.head_above, job.delay, job.limits) == (settings, 1024, 0.3, Limits())
+    page = FetchedPage(req.url, "http://example.org/a", 200, {"etag": '"x2"'}, b"\x00\xffbody", "text/html", 20.0,
+                       depth=3, charset="latin-1")
+    back = wire.page_from_wire(json.loads(json.dumps(wire.page_to_wire(page))))
+    assert back == page
+
+
+@pytest.mark.parametrize("bad", [{}, {"url": "http://a/", "depth": "deep", "kind": "page", "known": None},
+                                 {"url": "http://a/", "depth": 0, "kind": "page", "known": "x", "fetch": {}},
+                                 {"url": "http://a/", "depth": 0, "kind": "page", "known": None, "fetch": [],
+                                  "head_above": 0, "delay": 0, "limits": {}}])
+def test_bad_requests_are_refused(bad: dict[str, object]):
+    with pytest.raises(wire.BadMessage):
+        wire.fetch_from_wire(bad)
+
+
+@pytest.mark.parametrize("bad", [{}, {"url": "u", "final_url": "u", "status": 200, "headers": {}, "body": "!!",
+                                      "content_type": "", "fetched_at": 0, "depth": 0}, []])
+def test_bad_pages_are_refused(bad: object):
+    with pytest.raises(wire.BadMessage):
+        wire.page_from_wire(bad)  # type: ignore[arg-type]
