@@ -52,12 +52,12 @@ def start_redis(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit("redis-server did not start")
 
 
-def start_worker(work: Path, name: str, broker: str) -> subprocess.Popen[bytes]:
+def start_worker(work: Path, name: str, broker: str, extra: list[str] | None = None) -> subprocess.Popen[bytes]:
     home = work / f"worker-{name}"
     home.mkdir(exist_ok=True)
     log = open(work / f"{name}.log", "w")
     proc = subprocess.Popen([DESKDEX, "--home", str(home), "worker", "--broker", broker, "--concurrency", "1",
-                             "--name", name], stdout=log, stderr=subprocess.STDOUT)
+                             "--name", name, *(extra or [])], stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while " ready." not in (work / f"{name}.log").read_text():
         if proc.poll() is not None or time.monotonic() > deadline:

@@ -105,17 +105,18 @@ class RemoteCrawl:
                 except TimeoutError:
                     logger.warning("no worker answered for %s in %.0f s (try %d of %d)", req.url, silence,
                                    attempt, ATTEMPTS)
+                    await loop.run_in_executor(None, self._close, tid)
                     continue
                 finally:
                     with self._lock:
                         self._waiting.pop(tid, None)
-                    self._close(tid)
                 return _answer(answer, known)
         raise FetchError("no_worker", f"no deskdex worker answered ({ATTEMPTS} tries, {silence:.0f} s each): "
                                       "is one running, and taking this site's queue?")
 
     def _close(self, tid: str) -> None:
-        """No worker may take task ``tid`` any more (answered, or given up)."""
+        """No worker may take task ``tid`` any more: it is given up. (An answered task's key says
+        taken already, until it expires.)"""
         import redis
 
         try:
@@ -191,16 +192,26 @@ def crawl_id(settings: CrawlSettings) -> str:
 
 class RedisJournal:
     """webcrawl.frontier.Journal in Redis: a set of seen URLs, a hash of queued requests by URL, a
-    count of pages fetched. A request that ended stays in the hash until the sink commits, so a
-    coordinator killed before that asks it again when resumed, rather than losing its page. Each call is one round trip (the queue's and seen set's together on
-    add); a broker that is restarted is waited for (cluster.broker), one gone for longer stops the
-    crawl with BrokerUnavailable, and starting it again resumes it."""
+    count of pages fetched.
+
+    Written once per commit of the sink, not once per URL: the requests queued and ended since the
+    last one go in one pipeline when the sink says what it stored is durable (``durable``), the new
+    ones before the ended ones are forgotten. A coordinator killed in between loses neither: the
+    requests that found the unwritten links are still in the hash, and are asked again on resume
+    (as are those whose pages the sink had not committed). A broker that is restarted is waited
+    for (cluster.broker); one gone for longer stops the crawl with BrokerUnavailable, and starting
+    it again resumes it."""
 
     def __init__(self, client: Any, crawl: str, broker: str) -> None:
         self.r = client
         self.broker = broker
         self.seen_key, self.queue_key, self.pages_key = (f"{PREFIX}{crawl}:{k}" for k in ("seen", "queue", "pages"))
-        self._ended: list[str] = []  # requests ended, kept queued until what they stored is durable
+        # Since the last write: URLs seen, requests queued (URL -> request), requests ended. A URL is
+        # in one of the last two, whichever happened last (a retry is queued again after it ended).
+        self._seen: set[str] = set()
+        self._queued: dict[str, str] = {}
+        self._ended: set[str] = set()
+        self._pages: int | None = None
 
     def _do(self, what: str, *commands: tuple[str, Any]) -> list[Any]:
         import redis
@@ -229,26 +240,38 @@ class RedisJournal:
         return {s.decode("utf-8", "surrogateescape") for s in seen}, reqs, int(pages or 0)
 
     def added(self, req: Request) -> None:
-        body = json.dumps({"url": req.url, "depth": req.depth, "priority": req.priority, "kind": req.kind,
-                           "retries": req.retries, "off_topic_run": req.off_topic_run})
-        self._do("queueing a request", ("sadd", (self.seen_key, req.url)),
-                 ("hset", (self.queue_key, req.url, body)))
+        self._seen.add(req.url)
+        self._ended.discard(req.url)
+        self._queued[req.url] = json.dumps({"url": req.url, "depth": req.depth, "priority": req.priority,
+                                            "kind": req.kind, "retries": req.retries,
+                                            "off_topic_run": req.off_topic_run})
 
     def done(self, url: str) -> None:
-        self._ended.append(url)
+        self._queued.pop(url, None)
+        self._ended.add(url)
+
+    def fetched(self, pages: int) -> None:
+        self._pages = pages
 
     def durable(self) -> None:
-        ended, self._ended = self._ended, []
-        if ended:
-            self._do("ending requests", ("hdel", (self.queue_key, *ended)))
+        commands: list[tuple[str, Any]] = []
+        if self._seen:
+            commands.append(("sadd", (self.seen_key, *self._seen)))
+        if self._queued:
+            commands.append(("hset", (self.queue_key, None, None, self._queued)))
+        if self._pages is not None:
+            commands.append(("set", (self.pages_key, self._pages)))
+        if self._ended:
+            commands.append(("hdel", (self.queue_key, *self._ended)))
+        if commands:
+            self._do("writing the crawl's state", *commands)
+        self._seen, self._queued, self._ended, self._pages = set(), {}, set(), None
 
     def cleared(self) -> None:
         # The budget is spent and the crawl about to end: a kill before it does starts the next
         # one afresh, from its seeds and the pages the catalog knows.
+        self._queued.clear()
         self._do("emptying the queue", ("delete", (self.queue_key,)))
-
-    def fetched(self, pages: int) -> None:
-        self._do("counting pages", ("set", (self.pages_key, pages)))
 
     def finished(self) -> None:
         self._do("ending the crawl", ("delete", (self.queue_key, self.seen_key, self.pages_key)))
