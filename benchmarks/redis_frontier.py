@@ -10,6 +10,7 @@ fifth of them (median length 63 bytes). Forms measured (used_memory after, less 
   seen, 8 bytes   a SET of 8-byte BLAKE2b digests (a false "seen" at 10^9 URLs: about 1 in 3.7e10)
   seen, hashed    the digests spread over 65,536 small hashes (Redis packs small hashes as listpacks)
   frontier        one sorted set per host (score = priority), the URLs as members
+  queue, as built one hash of URL -> request as JSON (cluster/crawling.py's journal; its seen-set is the first form)
 Writes benchmarks/results/redis_frontier.json."""
 
 from __future__ import annotations
@@ -98,6 +99,14 @@ def main() -> None:
                 p.zadd(f"q:{host}", {u: 0.5})
 
         measure("frontier", frontier)
+
+        # As built (deskdex.cluster.crawling.RedisJournal): every queued request in one hash, URL ->
+        # its request as JSON (depth, priority, kind, retries).
+        def journal(p, rows) -> None:  # type: ignore[no-untyped-def]
+            p.hset("queue", mapping={u: json.dumps({"url": u, "depth": 2, "priority": 0.5, "kind": "page",
+                                                    "retries": 0, "off_topic_run": 0}) for _, u in rows})
+
+        measure("queue, as built", journal)
     finally:
         proc.terminate()
         proc.wait(10)
