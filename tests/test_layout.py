@@ -16,8 +16,9 @@ ALLOWED = {
     "deskdex.converters": {"deskdex"},
     "deskdex.index": {"deskdex", "deskdex.converters"},
     "deskdex.webcrawl": {"deskdex", "deskdex.converters", "deskdex.index"},  # checksums of fetched pages
-    # Conversions on other machines (Celery): what a worker converts and what it sends back.
-    "deskdex.cluster": {"deskdex", "deskdex.converters", "deskdex.index"},
+    # Conversions and crawl requests on other machines (Celery): what a worker converts or fetches and
+    # what it sends back.
+    "deskdex.cluster": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl"},
     "deskdex.pipeline": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl", "deskdex.cluster"},
     "deskdex.daemon": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl", "deskdex.pipeline",
                        "deskdex.cluster"},
