@@ -66,6 +66,32 @@ def start_worker(work: Path, name: str, broker: str, extra: list[str] | None = N
     return proc
 
 
+class Cluster:
+    """A redis-server of the benchmark's own and the `deskdex worker` processes on it, all stopped on exit."""
+
+    def __init__(self, work: Path, extra: list[str] | None = None) -> None:
+        self.work, self.extra = work, extra or []
+        self.redis, self.broker = start_redis(work)
+        self.workers: list[subprocess.Popen[bytes]] = []
+
+    def __enter__(self) -> "Cluster":
+        return self
+
+    def scale(self, n: int) -> None:
+        """Exactly ``n`` workers running."""
+        while len(self.workers) < n:
+            self.workers.append(start_worker(self.work, f"w{len(self.workers) + 1}", self.broker, self.extra))
+        while len(self.workers) > n:
+            w = self.workers.pop()
+            w.send_signal(signal.SIGTERM)
+            w.wait(60)
+
+    def __exit__(self, *exc: object) -> None:
+        self.scale(0)
+        self.redis.terminate()
+        self.redis.wait(10)
+
+
 def index(tree: Path, home: Path, extra: list[str]) -> dict[str, Any]:
     shutil.rmtree(home, ignore_errors=True)
     (home / "config").mkdir(parents=True)
@@ -100,31 +126,20 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     work = Path(tempfile.mkdtemp(prefix="deskdex-cluster-"))
-    redis_proc, broker = start_redis(work)
-    workers: list[subprocess.Popen[bytes]] = []
     runs: dict[str, list[dict[str, Any]]] = {}
     try:
-        tree = work / "tree"
-        build_tree(args.case, tree, Path(args.corpus))
-        subprocess.run(["cat"] + [str(p) for p in tree.rglob("*") if p.is_file()], stdout=subprocess.DEVNULL)
-        for r in range(args.rounds):
-            for n in (1, 2):
-                runs.setdefault(f"local {n}", []).append(index(tree, work / "home", ["--workers", str(n)]))
-                while len(workers) < n:
-                    workers.append(start_worker(work, f"w{len(workers) + 1}", broker))
-                while len(workers) > n:
-                    w = workers.pop()
-                    w.send_signal(signal.SIGTERM)
-                    w.wait(60)
-                runs.setdefault(f"broker {n}", []).append(index(tree, work / "home", ["--broker", broker]))
-                print(f"round {r + 1}, {n} worker(s): local {runs[f'local {n}'][-1]['wall_s']} s, "
-                      f"broker {runs[f'broker {n}'][-1]['wall_s']} s", flush=True)
+        with Cluster(work) as cluster:
+            tree = work / "tree"
+            build_tree(args.case, tree, Path(args.corpus))
+            subprocess.run(["cat"] + [str(p) for p in tree.rglob("*") if p.is_file()], stdout=subprocess.DEVNULL)
+            for r in range(args.rounds):
+                for n in (1, 2):
+                    runs.setdefault(f"local {n}", []).append(index(tree, work / "home", ["--workers", str(n)]))
+                    cluster.scale(n)
+                    runs.setdefault(f"broker {n}", []).append(index(tree, work / "home", ["--broker", cluster.broker]))
+                    print(f"round {r + 1}, {n} worker(s): local {runs[f'local {n}'][-1]['wall_s']} s, "
+                          f"broker {runs[f'broker {n}'][-1]['wall_s']} s", flush=True)
     finally:
-        for w in workers:
-            w.send_signal(signal.SIGTERM)
-            w.wait(60)
-        redis_proc.terminate()
-        redis_proc.wait(10)
         shutil.rmtree(work, ignore_errors=True)
     best = {k: min(v, key=lambda x: x["wall_s"]) for k, v in runs.items()}
     rate = {k: round(v["files"] / v["wall_s"], 1) for k, v in best.items()}

@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from cluster_convert import DESKDEX, start_redis, start_worker  # noqa: E402
+from cluster_convert import DESKDEX, Cluster  # noqa: E402
 from webcrawl_site import SiteServer  # noqa: E402
 
 
@@ -57,31 +56,20 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     work = Path(tempfile.mkdtemp(prefix="deskdex-cluster-crawl-"))
-    redis_proc, broker = start_redis(work)
-    workers: list[subprocess.Popen[bytes]] = []
     runs: dict[str, list[dict[str, Any]]] = {}
     try:
-        with ExitStack() as stack:
+        with Cluster(work, ["--allow-private"]) as cluster, ExitStack() as stack:
             sites = [stack.enter_context(SiteServer(kind="big", pages=args.pages, seed=i)) for i in range(args.sites)]
             urls = [s.url("/") for s in sites]
             for r in range(args.rounds):
                 runs.setdefault("local", []).append(crawl(urls, work / "home", []))
                 for n in (1, 2):
-                    while len(workers) < n:
-                        workers.append(start_worker(work, f"w{len(workers) + 1}", broker, ["--allow-private"]))
-                    runs.setdefault(f"broker {n}", []).append(crawl(urls, work / "home", ["--broker", broker]))
-                while workers:
-                    w = workers.pop()
-                    w.send_signal(signal.SIGTERM)
-                    w.wait(60)
+                    cluster.scale(n)
+                    runs.setdefault(f"broker {n}", []).append(crawl(urls, work / "home", ["--broker", cluster.broker]))
+                cluster.scale(0)
                 print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]['wall_s']} s ({v[-1]['fetched']} fetched)"
                                                      for k, v in runs.items()), flush=True)
     finally:
-        for w in workers:
-            w.send_signal(signal.SIGTERM)
-            w.wait(60)
-        redis_proc.terminate()
-        redis_proc.wait(10)
         shutil.rmtree(work, ignore_errors=True)
     best = {k: min(v, key=lambda x: x["wall_s"]) for k, v in runs.items()}
     rate = {k: round(v["fetched"] / v["wall_s"], 1) for k, v in best.items()}

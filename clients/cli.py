@@ -203,6 +203,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="hand conversions to `deskdex worker` processes of this Redis broker (setting `broker`)")
     s.set_defaults(func=managing.cmd_daemon)
 
+    s = sub.add_parser("serve", parents=[common], help="answer other machines' searches of this index (a shard)",
+                       description="Answer the merged searches of other machines, whose setting shards names this "
+                                   "one as http://HOST:PORT, on the address of the setting listen (or --listen), to "
+                                   "requests bearing the setting token; read-only, beside the daemon or `deskdex "
+                                   "index`, until Ctrl-C or SIGTERM (docs/scale-out.md).")
+    s.add_argument("--listen", metavar="HOST:PORT", default=None, help="the address (default: the setting listen)")
+    s.set_defaults(func=managing.cmd_serve)
+
     s = sub.add_parser("worker", parents=[common],
                        help="convert files and fetch pages for daemons on other machines (Celery)",
                        description="Convert files and fetch crawl requests handed out through a Redis broker by "

@@ -207,6 +207,18 @@ def _with_broker(cfg: settings.Config, broker: str | None) -> settings.Config:
     return dataclasses.replace(cfg, values={**cfg.values, "broker": broker})
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from deskdex.daemon.shardserver import serve
+
+    home = home_of(args).ensure()
+    cfg = settings.load(home)
+    listen = args.listen or str(cfg["listen"])
+    if not listen:
+        print("deskdex: nothing to listen on: give --listen HOST:PORT or set `listen`", file=sys.stderr)
+        return EXIT_USAGE
+    return serve(home.data_dir, listen, str(cfg["token"]))
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     home = home_of(args).ensure()
     cfg = settings.load(home)

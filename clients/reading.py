@@ -58,9 +58,10 @@ def cmd_search(args: argparse.Namespace) -> int:
         from deskdex.index.shards import open_shards, search_shards
 
         home = home_of(args)
+        cfg = settings.load(home)
         with ExitStack() as stack:
             colls = [stack.enter_context(Collection.open(home.data_dir)),
-                     *open_shards(stack, settings.load(home)["shards"])]
+                     *open_shards(stack, cfg["shards"], cfg["token"])]
             results = search_shards(colls, query, limit=limit, offset=args.offset, sort=args.sort,
                                     snippets=snippets, collapse=not args.all, similar=args.similar)
     if args.open:
@@ -126,11 +127,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if cluster is not None:
         info["cluster"] = cluster
     if cfg is not None and cfg["shards"]:
-        from deskdex.index.shards import data_dir_of
-
-        info["shards"] = [{"home": p, **{k: v for k, v in _status_from_index(data_dir_of(p), False).items()
-                                         if k in ("documents", "failed", "index_bytes", "store_bytes", "last_commit",
-                                                  "note")}} for p in cfg["shards"]]
+        info["shards"] = [{"home": p, **_shard_status(p, cfg["token"])} for p in cfg["shards"]]
     if args.json:
         print_json(info)
         return 0
@@ -158,6 +155,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         say(f"cluster:   {describe(cluster)}")
     for shard in info.get("shards", []):
         say(f"shard:     {shard['home']}: " + (shard["note"] if "note" in shard else
+                                               f"{shard['documents']} documents, served" if shard.get("served") else
                                                f"{shard['documents']} documents, {shard['failed']} failed, "
                                                f"{_size(shard['index_bytes'] + shard['store_bytes'])}"))
     if info.get("cpu_seconds") is not None:
@@ -170,6 +168,21 @@ def cmd_status(args: argparse.Namespace) -> int:
     for f in info.get("failures", []):
         say(f"  {f['path'] if '#' not in f['uri'] else f['uri']}: {f['reason']}: {f['message']}{_retried(f)}")
     return 0
+
+
+def _shard_status(where: str, token: str) -> dict[str, Any]:
+    """A shard's size: read from its folder, or asked of the machine that serves it."""
+    from deskdex.errors import StoreError
+    from deskdex.index.remote import RemoteShard
+    from deskdex.index.shards import data_dir_of
+
+    if where.startswith(("http://", "https://")):
+        try:
+            return {"documents": RemoteShard(where, token).stats([]).num_docs, "served": True}
+        except StoreError as exc:
+            return {"note": str(exc)}
+    return {k: v for k, v in _status_from_index(data_dir_of(where), False).items()
+            if k in ("documents", "failed", "index_bytes", "store_bytes", "last_commit", "note")}
 
 
 def _settings_or_none(home: Home) -> Any:

@@ -62,7 +62,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("redelivery", 300.0, "With a broker: seconds after which a file taken by a worker that died goes to "
                                  "another (Redis's visibility timeout). Longer than time_limit."),
     Setting("shards", [], "Other indexes searched with this one as one: the homes (or data folders) of shards "
-                          "written elsewhere, e.g. by `deskdex index --shard I/N` (docs/scale-out.md).", str),
+                          "written elsewhere, e.g. by `deskdex index --shard I/N`, or the http(s):// address of a "
+                          "shard another machine serves (`deskdex serve`) (docs/scale-out.md).", str),
+    Setting("listen", "", "HOST:PORT where `deskdex serve` (and the daemon) answer other machines' merged "
+                          "searches of this index, with the setting token. Empty: nothing listens."),
+    Setting("token", "", "The secret a shard served with `listen` requires, and the one this home sends to the "
+                         "http(s):// shards it searches; at least 16 characters."),
     Setting("commit_every", 1000, "Documents between two commits while indexing."),
     Setting("commit_seconds", 30.0, "Longest time between two commits while indexing."),
     Setting("dup_k", 4, "Near-duplicates: most simhash bits two documents may differ in (docs/duplicates.md)."),

@@ -194,6 +194,9 @@ class Daemon:
 
         roots = self.folders()
         self._homes = set(roots)
+        shard_server = None
+        if self.cfg["listen"] and not once:
+            shard_server = self._serve_shard()
         if watch and not once:
             self.watcher = Watcher(self.enqueue, patterns=self.cfg["exclude"], attrib=self.system).start()
             if self.accounts is not None:
@@ -245,12 +248,25 @@ class Daemon:
         finally:
             if crawls is not None:
                 crawls.stop()
+            if shard_server is not None:
+                shard_server.close()
             with self._cond:
                 jobs, self._jobs = self._jobs, []
             for job in jobs:  # their callers must not wait for ever
                 job.error = Interrupted("the daemon stopped first: run `deskdex index` again")
                 job.done.set()
         self.state = "stopping"
+
+    def _serve_shard(self) -> Any:
+        """Other machines' merged searches of this index, on the setting listen (daemon/shardserver.py)."""
+        from deskdex.daemon.shardserver import ShardServer
+
+        if self.system:
+            raise ConfigError("setting listen: an enterprise-mode index answers each account with what it may "
+                              "read; a served shard answers with everything: remove the setting")
+        server = ShardServer(self.cfg.home.data_dir, str(self.cfg["listen"]), str(self.cfg["token"])).start()
+        logger.info("serving this index's searches on %s", server.address)
+        return server
 
     def _has_work(self) -> bool:
         # A failed collection is work too: it is tried again (with back-off) until it recovers.

@@ -121,7 +121,7 @@ class Ops:
         a = req.args
         reader_uid = self._reader_uid(req.peer)
         with self.daemon.reading() as reader, ExitStack() as stack:
-            shards = open_shards(stack, self.daemon.cfg["shards"])
+            shards = open_shards(stack, self.daemon.cfg["shards"], self.daemon.cfg["token"])
             return search_shards([reader, *shards], a["query"], limit=a["limit"], offset=a["offset"], sort=a["sort"],
                                  collapse=not a["all"], reader=reader_uid, snippets=a["snippets"],
                                  similar=a["similar"])

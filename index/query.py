@@ -130,6 +130,9 @@ class Parser:
         self.has_dup = has_dup
         self.searcher = None if constant else searcher
         self.words = self.patterns = self.depth = 0  # what the query costs so far (module docstring)
+        # (field, term) of every word the query scores by BM25: the word statistics a search over
+        # shards elsewhere pools before it asks them (index/shards.py).
+        self.terms: set[tuple[str, str]] = set()
 
     def _cost(self, pos: int, words: int, patterns: int = 0) -> None:
         """Count ``words`` and ``patterns`` more at ``pos``; QueryError past a bound."""
@@ -244,6 +247,7 @@ class Parser:
         for text in words:
             terms = fulltext.analyze(text.strip('"'))
             if terms:
+                self.terms.update(("title", t) for t in terms)
                 parts.append((Occur.Must, tantivy.Query.term_query(self.schema, "title", terms[0]) if len(terms) == 1
                               else tantivy.Query.phrase_query(self.schema, "title", [*terms])))
         if len(parts) < 2:  # one word left with something to look for in a title: no bonus
@@ -269,6 +273,7 @@ class Parser:
             analyzer_terms = _terms(f, text, terms)
             if not analyzer_terms:
                 continue
+            self.terms.update((f, t) for t in analyzer_terms)
             q = (tantivy.Query.term_query(self.schema, f, analyzer_terms[0]) if len(analyzer_terms) == 1
                  else tantivy.Query.phrase_query(self.schema, f, [*analyzer_terms]))  # a list of str | (pos, str)
             weight = fulltext.FIELD_BOOSTS.get(f, 1.0)
@@ -331,9 +336,12 @@ class Parser:
             (Occur.Should, tantivy.Query.fuzzy_term_query(self.schema, f, key[0], distance, True, False))
             for f in _expand(fields) if f != "path" and len(key := _terms(f, word, terms)) == 1])
 
-    def _filter(self, q: tantivy.Query) -> tantivy.Query:
-        """A term filter (ext:, source:, a folder): BM25 as before, or 1 when constant (its
-        idf would count every document of the index)."""
+    def _filter(self, field: str, value: str | tantivy.Facet) -> tantivy.Query:
+        """A term filter (ext:, source:, lang:, a folder): BM25 as before, or 1 when constant
+        (its idf would count every document of the index)."""
+        if isinstance(value, str):
+            self.terms.add((field, value))
+        q = tantivy.Query.term_query(self.schema, field, value)
         return tantivy.Query.const_score_query(q, 1.0) if self.constant else q
 
     def _range(self, field: str, lo: int | None, hi: int | None) -> tantivy.Query:
@@ -362,7 +370,7 @@ def _lang(p: Parser, v: str, pos: int) -> tantivy.Query:
     if code is None:
         raise QueryError(f"unknown language {v!r} at position {pos}: use a code (de, fr) or an English name "
                          f"({', '.join(sorted(fulltext.LANGUAGES.values()))})", pos)
-    return p._filter(tantivy.Query.term_query(p.schema, "lang", code))
+    return p._filter("lang", code)
 
 
 def _plain(text: str) -> bool:
@@ -386,12 +394,12 @@ def _path(p: Parser, v: str, pos: int) -> tantivy.Query:
     v = v.strip('"')
     if v.startswith(("/", "~")):
         folder = os.path.abspath(os.path.expanduser(v)).rstrip("/") or "/"
-        return p._filter(tantivy.Query.term_query(p.schema, "folder", tantivy.Facet.from_string(folder)))
+        return p._filter("folder", tantivy.Facet.from_string(folder))
     return p._words(v, pos, ("path",))
 
 
 def _ext(p: Parser, v: str, pos: int) -> tantivy.Query:
-    return p._filter(tantivy.Query.term_query(p.schema, "ext", v.lower().lstrip(".")))
+    return p._filter("ext", v.lower().lstrip("."))
 
 
 def _type(p: Parser, v: str, pos: int) -> tantivy.Query:
@@ -404,7 +412,7 @@ def _type(p: Parser, v: str, pos: int) -> tantivy.Query:
 def _source(p: Parser, v: str, pos: int) -> tantivy.Query:
     if v not in ("files", "web"):
         raise QueryError(f"source: at position {pos} is files or web, not {v!r}", pos)
-    return p._filter(tantivy.Query.term_query(p.schema, "source", v))
+    return p._filter("source", v)
 
 
 def _dup(p: Parser, v: str, pos: int) -> tantivy.Query:
@@ -503,3 +511,20 @@ def parse(schema: tantivy.Schema, query: str, now: Callable[[], dt.datetime] = d
           constant: bool = False, has_dup: Callable[[], tantivy.Query] | None = None,
           searcher: WordStats | None = None) -> tantivy.Query:
     return Parser(schema, query, now, constant, has_dup, searcher).parse()
+
+
+def scored_terms(schema: tantivy.Schema, query: str) -> set[tuple[str, str]]:
+    """(field, term) of every word statistic a search of ``query`` uses: the words it scores and
+    those its LEVELLED fields are weighed by. Raises QueryError as ``parse``."""
+
+    class Asked:
+        num_docs = 1
+
+        def doc_freq(self, field_name: str, field_value: str) -> int:
+            asked.add((field_name, field_value))
+            return 0
+
+    asked: set[tuple[str, str]] = set()
+    p = Parser(schema, query, searcher=Asked(), has_dup=tantivy.Query.all_query)
+    p.parse()
+    return p.terms | asked

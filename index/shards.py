@@ -1,6 +1,11 @@
 """One search over several indexes: this home's and the shards the setting ``shards`` names (other
 homes, each with its own catalog and tantivy index, written by its own process: `deskdex index
---shard I/N`, a daemon of their own, another machine's share).
+--shard I/N`, a daemon of their own, another machine's share, or a shard another machine serves
+with `deskdex serve`, reached over HTTP with a token: index/remote.py).
+
+A search asks each shard three things, the same whether it is here or elsewhere: the statistics
+of the query's words (``shard_stats``), its candidates under the pooled statistics, explained
+(``shard_search``), and snippets for the hits of the page shown (``add_snippets``).
 
 Each shard answers the query for its first 2 x (offset + limit) + 10 hits (more than the page: a
 shard ranks by its own word statistics, and a hit it ranks eleventh may be among the collection's
@@ -20,14 +25,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from deskdex.errors import StoreError
 from deskdex.protocol import MAX_LIMIT
 
+from .answers import FixedStats, Part
 from .collection import Collection
+from .query import scored_terms
+from .remote import RemoteShard
 from .search import add_snippets, search
 
 if TYPE_CHECKING:
@@ -43,12 +51,16 @@ def data_dir_of(path: str) -> str:
     return path
 
 
-def open_shards(stack: ExitStack, paths: Sequence[str]) -> list[Collection]:
-    """The shards of ``paths``, read-only, closed with ``stack``. A shard that cannot be opened
-    (not indexed yet, not mounted) raises StoreError naming it: a search that silently left a
-    third of the documents out would look complete."""
-    out = []
+def open_shards(stack: ExitStack, paths: Sequence[str], token: str = "") -> list[Collection | RemoteShard]:
+    """The shards of ``paths``, read-only, closed with ``stack``: a folder is opened here, an
+    ``http(s)://`` URL is a shard served elsewhere (``deskdex serve``), asked with ``token``. A
+    shard that cannot be opened (not indexed yet, not mounted) raises StoreError naming it: a
+    search that silently left a third of the documents out would look complete."""
+    out: list[Collection | RemoteShard] = []
     for p in paths:
+        if p.startswith(("http://", "https://")):
+            out.append(RemoteShard(p, token))
+            continue
         where = data_dir_of(p)
         try:
             out.append(stack.enter_context(Collection.open(where)))
@@ -57,28 +69,39 @@ def open_shards(stack: ExitStack, paths: Sequence[str]) -> list[Collection]:
     return out
 
 
-class Pooled:
-    """Word statistics of several indexes as one (index.query.WordStats)."""
-
-    def __init__(self, colls: Sequence[Collection]) -> None:
-        self.searchers = []
-        for c in colls:
-            c.index.reload()
-            self.searchers.append(c.index.searcher())
-        self._freq: dict[tuple[str, str], int] = {}
-
-    @property
-    def num_docs(self) -> int:
-        return sum(s.num_docs for s in self.searchers)
-
-    def doc_freq(self, field_name: str, field_value: str) -> int:
-        key = (field_name, field_value)
-        if key not in self._freq:
-            self._freq[key] = sum(s.doc_freq(field_name, field_value) for s in self.searchers)
-        return self._freq[key]
+def shard_stats(coll: Collection, terms: Iterable[tuple[str, str]]) -> FixedStats:
+    """Phase one on a shard: its document count and the document frequency of ``terms``."""
+    coll.index.reload()
+    searcher = coll.index.searcher()
+    return FixedStats(searcher.num_docs, {t: searcher.doc_freq(*t) for t in terms})
 
 
-def _global_scores(colls: Sequence[Collection], pooled: Pooled, hits: Sequence[list[SearchHit]], query: str) -> None:
+def shard_search(coll: Collection, query: str, need: int, sort: str, collapse: bool, reader: int | None,
+                 stats: FixedStats) -> Part:
+    """Phase two on a shard: its first ``need`` hits under the pooled ``stats``, explained."""
+    import json
+
+    import tantivy
+
+    from .search import parse
+
+    res = search(coll, query, limit=need, offset=0, snippets=False, sort=sort, collapse=collapse, reader=reader,
+                 stats=stats)
+    trees: list[dict[str, Any] | None] = []
+    if sort == "relevance" and reader is None and res["hits"]:
+        searcher = coll.index.searcher()
+        q = parse(coll.index, query, stats=stats)
+        for h in res["hits"]:
+            found = searcher.search(tantivy.Query.term_query(coll.index.schema, "uri", h["uri"]), 1).hits
+            trees.append(json.loads(q.explain(searcher, found[0][1]).to_json()) if found else None)
+    keys: list[tuple[str, str] | None] = []
+    for h in res["hits"]:
+        row = coll.catalog.get(h["uri"])
+        keys.append((row.text_sum, row.mime or "") if row is not None and row.text_sum else None)
+    return Part(res["total"], res["hits"], trees, keys, int(coll.index.searcher().num_docs))
+
+
+def _global_scores(parts: Sequence[Part], pooled: FixedStats) -> None:
     """Each hit's score as one index of every shard's documents would give it: a word's weight
     (BM25's idf) from its document frequency over all shards, not over the hit's own.
 
@@ -89,13 +112,9 @@ def _global_scores(colls: Sequence[Collection], pooled: Pooled, hits: Sequence[l
     the shard's: what a search over the whole collection (DFS then query, in Elasticsearch's
     words) would count. What is not a term's weight (a phrase's, a fuzzy or prefix match's) is
     kept as the shard scored it; so is the field length each shard averages."""
-    import json
     import math
 
-    import tantivy
-
     from .fulltext import FIELD_NAMES
-    from .search import parse
 
     n_all = pooled.num_docs
 
@@ -106,7 +125,7 @@ def _global_scores(colls: Sequence[Collection], pooled: Pooled, hits: Sequence[l
     def child(node: dict[str, Any], prefix: str) -> dict[str, Any] | None:
         return next((c for c in node.get("details") or [] if str(c.get("description", "")).startswith(prefix)), None)
 
-    def parts(node: dict[str, Any]) -> dict[str, float]:
+    def parts_of(node: dict[str, Any]) -> dict[str, float]:
         return {str(c.get("description", "")).split(",")[0].split(" ")[0]: float(c["value"])
                 for c in node.get("details") or []}
 
@@ -124,12 +143,13 @@ def _global_scores(colls: Sequence[Collection], pooled: Pooled, hits: Sequence[l
         if what.startswith("TermQuery"):
             term = _term(node.get("context") or [])
             idf = child(node, "idf")
-            if term is None or idf is None or not idf["value"] or term[0] >= len(FIELD_NAMES):
+            if (term is None or idf is None or not idf["value"] or term[0] >= len(FIELD_NAMES)
+                    or not pooled.knows(FIELD_NAMES[term[0]], term[1])):
                 return value
             value *= global_idf(FIELD_NAMES[term[0]], term[1]) / float(idf["value"])
             tf = child(node, "freq /")
             if tf is not None and term[0] in avgdl and tf["value"]:
-                p = parts(tf)  # freq, k1, b, dl, avgdl
+                p = parts_of(tf)  # freq, k1, b, dl, avgdl
                 if {"freq", "k1", "b", "dl"} <= p.keys():
                     norm = p["freq"] / (p["freq"] + p["k1"] * (1 - p["b"] + p["b"] * p["dl"] / avgdl[term[0]]))
                     value *= norm / float(tf["value"])
@@ -150,31 +170,24 @@ def _global_scores(colls: Sequence[Collection], pooled: Pooled, hits: Sequence[l
             return max(new)
         return value  # a phrase, a constant, a fuzzy or prefix match: as the shard scored it
 
-    # Every hit explained first: the explanations tell each shard's average field length, which
-    # BM25 sets a field's length against; pooled, weighted by the shards' sizes, as one index's.
-    explained: list[tuple[SearchHit, dict[str, Any]]] = []
+    # The explanations tell each shard's average field length, which BM25 sets a field's length
+    # against; pooled, weighted by the shards' sizes, as one index's.
     seen: dict[int, dict[int, float]] = {}  # field id -> shard -> average length
-    for i, (coll, searcher, part) in enumerate(zip(colls, pooled.searchers, hits)):
-        if not part:
-            continue
-        q = parse(coll.index, query, stats=pooled)
-        for h in part:
-            found = searcher.search(tantivy.Query.term_query(coll.index.schema, "uri", h["uri"]), 1).hits
-            if not found:
-                continue
-            tree = json.loads(q.explain(searcher, found[0][1]).to_json())
-            explained.append((h, tree))
-            for node in term_nodes(tree):
+    for i, part in enumerate(parts):
+        for tree in part.trees:
+            for node in term_nodes(tree or {}):
                 term = _term(node.get("context") or [])
                 tf = child(node, "freq /")
-                lengths = parts(tf) if tf is not None else {}
+                lengths = parts_of(tf) if tf is not None else {}
                 if term is not None and "avgdl" in lengths:
                     seen.setdefault(term[0], {})[i] = lengths["avgdl"]
-    sizes = [s.num_docs for s in pooled.searchers]
+    sizes = [p.num_docs for p in parts]
     avgdl = {f: sum(sizes[i] * a for i, a in by_shard.items()) / max(1, sum(sizes[i] for i in by_shard))
              for f, by_shard in seen.items()}
-    for h, tree in explained:
-        h["score"] = float(h["score"]) * rescored(tree, avgdl) / (tree["value"] or 1.0)
+    for part in parts:
+        for h, tree in zip(part.hits, part.trees):
+            if tree is not None:
+                h["score"] = float(h["score"]) * rescored(tree, avgdl) / (tree["value"] or 1.0)
 
 
 _TERM = re.compile(r'Term=Term\(field=(\d+), type=Str, "(.*)"\)$', re.S)
@@ -198,41 +211,54 @@ def _key(hit: SearchHit, sort: str) -> tuple[Any, ...]:
     return (-hit["score"], hit["uri"])
 
 
-def search_shards(colls: Sequence[Collection], query: str, limit: int = 10, offset: int = 0,
+def search_shards(shards: Sequence[Collection | RemoteShard], query: str, limit: int = 10, offset: int = 0,
                   snippets: bool = True, sort: str = "relevance", collapse: bool = True,
                   reader: int | None = None, similar: str | None = None) -> SearchResults:
-    """index.search over every collection of ``colls`` as one (see the module's docstring)."""
-    if len(colls) == 1:
-        return search(colls[0], query, limit=limit, offset=offset, snippets=snippets, sort=sort,
+    """index.search over every shard of ``shards`` as one (see the module's docstring). The first
+    is this home's collection."""
+    first = shards[0]
+    assert isinstance(first, Collection)
+    if len(shards) == 1:
+        return search(first, query, limit=limit, offset=offset, snippets=snippets, sort=sort,
                       collapse=collapse, reader=reader, similar=similar)
+    local = [c for c in shards if isinstance(c, Collection)]
     if similar is not None:
-        # A cluster lives in one shard: the one whose catalog holds the hit.
-        holder = next((c for c in colls if c.catalog.get(similar) is not None), colls[0])
+        # A cluster lives in one shard: the one whose catalog holds the hit (of those on this machine).
+        holder = next((c for c in local if c.catalog.get(similar) is not None), first)
         return search(holder, query, limit=limit, offset=offset, snippets=snippets, sort=sort,
                       collapse=collapse, reader=reader, similar=similar)
+    if reader is not None and len(local) < len(shards):
+        raise StoreError("a shard served elsewhere answers with everything it holds: it is not searched for "
+                         "another account (enterprise mode); name its folder instead")
     need = min(2 * (offset + limit) + 10, MAX_LIMIT)
-    pooled = Pooled(colls)
-    parts = [search(c, query, limit=need, offset=0, snippets=False, sort=sort, collapse=collapse, reader=reader,
-                    stats=pooled) for c in colls]
-    total = sum(p["total"] for p in parts)
+    # Phase one: every shard's statistics of the query's words, added up; phase two: each shard's
+    # candidates under them, re-weighed here; phase three: snippets of the page shown.
+    terms = sorted(scored_terms(first.index.schema, query))
+    pooled = FixedStats.pooled([s.stats(terms) if isinstance(s, RemoteShard) else shard_stats(s, terms)
+                                for s in shards])
+    parts = [s.search(query, need, sort, collapse, pooled) if isinstance(s, RemoteShard)
+             else shard_search(s, query, need, sort, collapse, reader, pooled) for s in shards]
+    total = sum(p.total for p in parts)
     if sort == "relevance" and reader is None:
-        _global_scores(colls, pooled, [p["hits"] for p in parts], query)
-    hits = sorted(((h, c) for p, c in zip(parts, colls) for h in p["hits"]), key=lambda hc: _key(hc[0], sort))
-    if collapse:
-        picked: list[tuple[SearchHit, Collection]] = []
-        seen: dict[tuple[str, str], SearchHit] = {}
-        for h, c in hits:
-            row = c.catalog.get(h["uri"])
-            key = (row.text_sum, row.mime or "") if row is not None and row.text_sum else None
-            if key is not None and key in seen:
+        _global_scores(parts, pooled)
+    ranked = sorted(((h, k, s) for p, s in zip(parts, shards) for h, k in zip(p.hits, p.keys)),
+                    key=lambda hks: _key(hks[0], sort))
+    picked: list[tuple[SearchHit, Collection | RemoteShard]] = []
+    seen: dict[tuple[str, str], SearchHit] = {}
+    for h, key, s in ranked:
+        if collapse and key is not None:
+            if key in seen:
                 seen[key]["duplicates"] += 1 + h["duplicates"]  # ``total`` counts every match, copies too, as search's
                 continue
-            if key is not None:
-                seen[key] = h
-            picked.append((h, c))
-        hits = picked
-    page = hits[offset:offset + limit]
+            seen[key] = h
+        picked.append((h, s))
+    page = picked[offset:offset + limit]
     if snippets:
-        for coll in colls:
-            add_snippets(coll, query, [h for h, c in page if c is coll])
+        for s in shards:
+            mine = [h for h, holder in page if holder is s]
+            if mine:
+                if isinstance(s, RemoteShard):
+                    s.snippets(query, mine)
+                else:
+                    add_snippets(s, query, mine)
     return {"total": total, "hits": [h for h, _ in page]}

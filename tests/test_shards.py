@@ -185,3 +185,138 @@ def test_web_pages_sharded_by_host_are_searched_as_one(tmp_path: Path):
         assert got["total"] == sum(totals) and len(got["hits"]) == sum(totals), q
         assert [h["score"] for h in got["hits"]] == sorted((h["score"] for h in got["hits"]), reverse=True), q
         assert {h["uri"].split("/")[2] for h in got["hits"]} <= {site_of(u) for u in seeds}, q
+
+
+TOKEN = "a-test-token-of-some-length"
+
+
+class Served:
+    """`deskdex serve` of a home on a free port of 127.0.0.1, its output in a file."""
+
+    def __init__(self, cli: CLI) -> None:
+        import socket
+        import subprocess
+        import time
+
+        from .conftest import DESKDEX, ROOT
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = int(s.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = cli.home / "serve.log"
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen([DESKDEX, "--home", str(cli.home), "serve", "--listen", f"127.0.0.1:{self.port}"],
+                                         stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        deadline = time.monotonic() + 30
+        while "serving" not in self.log.read_text():
+            assert self.proc.poll() is None and time.monotonic() < deadline, self.log.read_text()
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def _post(url: str, body: bytes, token: str | None, length: int | None = None) -> tuple[int, dict[str, object]]:
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    headers = {"Content-Length": str(len(body) if length is None else length)}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    conn.request("POST", parts.path, body=body if length is None else b"", headers=headers)
+    answer = conn.getresponse()
+    data = answer.read()
+    conn.close()
+    return answer.status, json.loads(data or b"{}")
+
+
+def test_a_shard_served_over_http_is_searched_as_one(tmp_path: Path):
+    """A shard on another machine, reached over HTTP with a token (`deskdex serve`), answers a
+    merged search as the same shard read from its folder: same hits, scores and snippets."""
+    docs = tmp_path / "docs"
+    _tree(docs, random.Random(23))
+    shards = [_home(tmp_path, f"shard{i}", f'token = "{TOKEN}"\n') for i in range(2)]
+    for i, shard in enumerate(shards):
+        shard.run("index", str(docs), "--shard", f"{i}/2")
+    served = Served(shards[1])
+    try:
+        by_folder = _home(tmp_path, "front-folders",
+                          "shards = [" + ", ".join(json.dumps(str(s.home)) for s in shards[1:]) + "]\n")
+        by_http = _home(tmp_path, "front-http", f'shards = ["{served.url}"]\ntoken = "{TOKEN}"\n')
+        for front in (by_folder, by_http):
+            front.run("index", str(docs), "--shard", "0/2")  # each front holds shard 0 itself
+        for q in QUERIES:
+            want = by_folder.json("search", *q.split(), "--limit", "10")
+            got = by_http.json("search", *q.split(), "--limit", "10")
+            assert got["total"] == want["total"], q
+            assert [(h["uri"], round(h["score"], 4), h["snippet"], h["highlights"], h["duplicates"])
+                    for h in got["hits"]] == \
+                   [(h["uri"], round(h["score"], 4), h["snippet"], h["highlights"], h["duplicates"])
+                    for h in want["hits"]], q
+        held_there = shards[1].json("status")["documents"]
+        assert by_http.json("status")["shards"] == [{"home": served.url, "documents": held_there, "served": True}]
+        assert f"{held_there} documents, served" in by_http.run("status").stdout
+        # A query the shard refuses is the user's error, with its position, as a local one.
+        p = by_http.run("search", "title:", check=False)
+        assert p.returncode != 0 and "Traceback" not in p.stderr
+
+        # The endpoint: nothing without the token, nothing but its three questions, nothing huge.
+        question = json.dumps({"terms": [["body", "http"]]}).encode()
+        assert _post(served.url + "/stats", question, None)[0] == 401
+        assert _post(served.url + "/stats", question, "a-wrong-token-of-some-length")[0] == 401
+        status, answer = _post(served.url + "/stats", question, TOKEN)
+        assert status == 200 and answer["num_docs"] == held_there and answer["freqs"][0] > 0
+        assert _post(served.url + "/status", question, TOKEN)[0] == 404
+        assert _post(served.url + "/search", b"{not json", TOKEN)[0] == 400
+        assert _post(served.url + "/search", json.dumps({"query": 5}).encode(), TOKEN)[0] == 400
+        assert _post(served.url + "/stats", b"", TOKEN, length=1 << 30)[0] == 413
+        status, answer = _post(served.url + "/search", json.dumps(
+            {"query": "((", "need": 10, "sort": "relevance", "collapse": True,
+             "stats": {"num_docs": 1, "terms": [], "freqs": []}}).encode(), TOKEN)
+        assert status == 400 and answer["code"] == "bad_query"
+
+        # A front with the wrong token is refused, and says which shard refused it.
+        wrong = _home(tmp_path, "front-wrong", f'shards = ["{served.url}"]\ntoken = "not-the-token-at-all"\n')
+        wrong.run("index", str(tmp_path / "docs" / "folder00"))
+        p = wrong.run("search", "http", check=False)
+        assert p.returncode != 0 and served.url in p.stderr and "token" in p.stderr and "Traceback" not in p.stderr
+    finally:
+        served.stop()
+    # Gone: the search fails, naming the shard, rather than answering without a part of the index.
+    p = by_http.run("search", "http", check=False)
+    assert p.returncode != 0 and served.url in p.stderr and "Traceback" not in p.stderr, p.stderr
+    # Serving needs a token worth the name.
+    bare = _home(tmp_path, "bare")
+    bare.run("index", str(tmp_path / "docs" / "folder00"))
+    p = bare.run("serve", "--listen", "127.0.0.1:1", check=False)
+    assert p.returncode != 0 and "token" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_a_daemon_with_listen_serves_its_index(tmp_path: Path):
+    import socket
+
+    from .daemon_fixture import DaemonProcess
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(3):
+        (docs / f"lagoon{i}.txt").write_text(f"Lagoon survey {i}: " + " ".join(random.Random(i).choice(WORDS)
+                                                                                for _ in range(80)))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    daemon = DaemonProcess(tmp_path / "served", [docs], extra_config=f'listen = "127.0.0.1:{port}"\ntoken = "{TOKEN}"\n')
+    daemon.start()
+    try:
+        front = _home(tmp_path, "front", f'shards = ["http://127.0.0.1:{port}"]\ntoken = "{TOKEN}"\n')
+        (tmp_path / "empty").mkdir()
+        front.run("index", str(tmp_path / "empty"))
+        hits = front.json("search", "lagoon", "survey")["hits"]
+        assert sorted(Path(h["path"]).name for h in hits) == ["lagoon0.txt", "lagoon1.txt", "lagoon2.txt"]
+        assert all("agoon" in h["snippet"] for h in hits)
+    finally:
+        daemon.stop()

@@ -1,0 +1,113 @@
+"""A shard served by another machine (``deskdex serve``, daemon/shardserver.py), asked over HTTP
+with the token of the setting ``token``: the three questions of a merged search (index/shards.py)
+as JSON requests. Whatever it answers is checked for shape before it is used; a shard that cannot
+be reached, refuses the token or answers nonsense fails the search with StoreError naming it (a
+search that left a shard out would look complete)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import TYPE_CHECKING, Any
+
+from deskdex.errors import QueryError, StoreError
+
+from .answers import FixedStats, Part, stats_to_json
+
+if TYPE_CHECKING:
+    from deskdex.protocol import SearchHit
+
+TIMEOUT = 10.0  # seconds for one answer: a shard slower than this fails the search, saying which
+MAX_ANSWER = 64 << 20  # bytes: a page of hits with their explanations is far less
+
+
+class RemoteShard:
+    def __init__(self, url: str, token: str) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+
+    def __repr__(self) -> str:
+        return f"RemoteShard({self.url!r})"
+
+    def _ask(self, what: str, body: dict[str, Any]) -> dict[str, Any]:
+        if not self.token:
+            raise StoreError(f"shard {self.url}: no token to ask it with (the setting token)")
+        req = urllib.request.Request(f"{self.url}/{what}", data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {self.token}"})
+        try:
+            with urllib.request.urlopen(req, timeout=TIMEOUT) as answer:
+                data = answer.read(MAX_ANSWER + 1)
+        except urllib.error.HTTPError as exc:
+            detail = _error_of(exc)
+            if exc.code == 400 and detail.get("code") == "bad_query":
+                raise QueryError(str(detail.get("message")), int(detail.get("position", 0))) from exc
+            reason = "refused the token" if exc.code in (401, 403) else f"answered {exc.code}"
+            raise StoreError(f"shard {self.url} {reason}: {detail.get('message', exc.reason)}") from exc
+        except (OSError, ValueError) as exc:  # URLError, a timeout, a refused connection, a bad URL
+            raise StoreError(f"shard {self.url} cannot be reached: {exc}") from exc
+        if len(data) > MAX_ANSWER:
+            raise StoreError(f"shard {self.url}: an answer over {MAX_ANSWER >> 20} MiB")
+        try:
+            out = json.loads(data)
+        except ValueError as exc:
+            raise StoreError(f"shard {self.url}: an answer that is not JSON: {exc}") from exc
+        if not isinstance(out, dict):
+            raise StoreError(f"shard {self.url}: an answer that is not deskdex's")
+        return out
+
+    def stats(self, terms: list[tuple[str, str]]) -> FixedStats:
+        out = self._ask("stats", {"terms": terms})
+        try:
+            freqs = [int(n) for n in out["freqs"]]
+            if len(freqs) != len(terms):
+                raise ValueError("not one count a word")
+            return FixedStats(int(out["num_docs"]), dict(zip(terms, freqs)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StoreError(f"shard {self.url}: word statistics that are not deskdex's: {exc}") from exc
+
+    def search(self, query: str, need: int, sort: str, collapse: bool, stats: FixedStats) -> Part:
+        out = self._ask("search", {"query": query, "need": need, "sort": sort, "collapse": collapse,
+                                   "stats": stats_to_json(stats)})
+        try:
+            hits = [_hit(h) for h in out["hits"]]
+            trees: list[dict[str, Any] | None] = [t if isinstance(t, dict) else None for t in out["trees"]]
+            keys = [(str(k[0]), str(k[1])) if k else None for k in out["keys"]]
+            if len(keys) != len(hits) or trees and len(trees) != len(hits):
+                raise ValueError("not one explanation and one key a hit")
+            if not trees:
+                trees = [None] * len(hits)
+            return Part(int(out["total"]), hits, trees, keys, int(out["num_docs"]))
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise StoreError(f"shard {self.url}: results that are not deskdex's: {exc}") from exc
+
+    def snippets(self, query: str, hits: list[SearchHit]) -> None:
+        out = self._ask("snippets", {"query": query, "uris": [h["uri"] for h in hits]})
+        try:
+            made = out["snippets"]
+            for h in hits:
+                if h["uri"] in made:
+                    snippet, highlights = made[h["uri"]]
+                    h["snippet"] = str(snippet or "")
+                    h["highlights"] = None if highlights is None else [[int(a), int(b)] for a, b in highlights]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StoreError(f"shard {self.url}: snippets that are not deskdex's: {exc}") from exc
+
+
+def _hit(h: Any) -> SearchHit:
+    if not isinstance(h, dict) or not isinstance(h.get("uri"), str):
+        raise ValueError("a hit without a URI")
+    h["score"] = float(h.get("score", 0.0))
+    for field in ("duplicates", "similar", "size"):
+        h[field] = int(h.get(field) or 0)
+    h["mtime"] = int(h.get("mtime") or 0)
+    return h  # type: ignore[return-value]
+
+
+def _error_of(exc: urllib.error.HTTPError) -> dict[str, Any]:
+    try:
+        detail = json.loads(exc.read(65536))
+        return detail if isinstance(detail, dict) else {}
+    except (OSError, ValueError):
+        return {}
