@@ -5,7 +5,9 @@ whose merged top 10 is the one index's, and the latency of each, in one process,
 
 The documents are `daemon_scale.py`'s generated notes (a small vocabulary, so many near-ties: a hard case
 for agreement); one home indexes them all, three homes one shard each (`deskdex index --shard I/3`).
-Queries: 30 of 1 to 3 words of the notes' vocabulary. Each shard is asked for 2 x (offset + limit) + 10 hits. Writes benchmarks/results/shards_search.json."""
+Queries: 30 of 1 to 3 words of the notes' vocabulary. Each shard is asked for 2 x (offset + limit) + 10 hits.
+Then the third shard is served by `deskdex serve` on 127.0.0.1 and asked over HTTP (index/remote.py): its
+answers must be the folder's, and the latency is measured again. Writes benchmarks/results/shards_search.json."""
 
 from __future__ import annotations
 
@@ -59,6 +61,29 @@ def main() -> None:
         for _ in range(2):  # the second round is the one kept: both warm
             whole = timed(lambda q: search(one, q, limit=10))
             merged = timed(lambda q: search_shards(shards, q, limit=10))
+        import socket
+
+        from deskdex.index.remote import RemoteShard
+
+        token = "benchmark-token-0123456789"
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        (work / "shard2" / "config" ).mkdir(parents=True, exist_ok=True)
+        (work / "shard2" / "config" / "config.toml").write_text(f'token = "{token}"\n')
+        server = subprocess.Popen([DESKDEX, "--home", str(work / "shard2"), "serve", "--listen", f"127.0.0.1:{port}"],
+                                  stdout=subprocess.PIPE, text=True)
+        assert server.stdout is not None and "serving" in server.stdout.readline()
+        try:
+            served = [*shards[:2], RemoteShard(f"http://127.0.0.1:{port}", token)]
+            for _ in range(2):
+                over_http = timed(lambda q: search_shards(served, q, limit=10))
+            same_served = sum([(h["uri"], round(h["score"], 4), h["snippet"]) for h in search_shards(served, q)["hits"]]
+                              == [(h["uri"], round(h["score"], 4), h["snippet"]) for h in search_shards(shards, q)["hits"]]
+                              for q in queries)
+        finally:
+            server.terminate()
+            server.wait(10)
         same = ties = 0
         for q in queries:
             whole_hits = search(one, q, limit=40, snippets=False)["hits"]
@@ -76,7 +101,10 @@ def main() -> None:
                   "one_index_ms": {"median": round(statistics.median(whole), 1),
                                    "p90": round(sorted(whole)[int(0.9 * len(whole))], 1)},
                   "three_shards_ms": {"median": round(statistics.median(merged), 1),
-                                      "p90": round(sorted(merged)[int(0.9 * len(merged))], 1)}}
+                                      "p90": round(sorted(merged)[int(0.9 * len(merged))], 1)},
+                  "one_shard_served_same_as_folder": same_served,
+                  "one_of_three_served_ms": {"median": round(statistics.median(over_http), 1),
+                                             "p90": round(sorted(over_http)[int(0.9 * len(over_http))], 1)}}
         one.close()
         for s in shards:
             s.close()

@@ -83,6 +83,8 @@ class RemoteShard:
             raise StoreError(f"shard {self.url}: results that are not deskdex's: {exc}") from exc
 
     def snippets(self, query: str, hits: list[SearchHit]) -> None:
+        if not hits:
+            return
         out = self._ask("snippets", {"query": query, "uris": [h["uri"] for h in hits]})
         try:
             made = out["snippets"]

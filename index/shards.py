@@ -27,7 +27,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from deskdex.errors import StoreError
 from deskdex.protocol import MAX_LIMIT
@@ -40,6 +40,8 @@ from .search import add_snippets, search
 
 if TYPE_CHECKING:
     from deskdex.protocol import SearchHit, SearchResults
+
+T = TypeVar("T")
 
 
 def data_dir_of(path: str) -> str:
@@ -234,10 +236,9 @@ def search_shards(shards: Sequence[Collection | RemoteShard], query: str, limit:
     # Phase one: every shard's statistics of the query's words, added up; phase two: each shard's
     # candidates under them, re-weighed here; phase three: snippets of the page shown.
     terms = sorted(scored_terms(first.index.schema, query))
-    pooled = FixedStats.pooled([s.stats(terms) if isinstance(s, RemoteShard) else shard_stats(s, terms)
-                                for s in shards])
-    parts = [s.search(query, need, sort, collapse, pooled) if isinstance(s, RemoteShard)
-             else shard_search(s, query, need, sort, collapse, reader, pooled) for s in shards]
+    pooled = FixedStats.pooled(_each(shards, lambda r: r.stats(terms), lambda c: shard_stats(c, terms)))
+    parts = _each(shards, lambda r: r.search(query, need, sort, collapse, pooled),
+                  lambda c: shard_search(c, query, need, sort, collapse, reader, pooled))
     total = sum(p.total for p in parts)
     if sort == "relevance" and reader is None:
         _global_scores(parts, pooled)
@@ -254,11 +255,24 @@ def search_shards(shards: Sequence[Collection | RemoteShard], query: str, limit:
         picked.append((h, s))
     page = picked[offset:offset + limit]
     if snippets:
-        for s in shards:
-            mine = [h for h, holder in page if holder is s]
-            if mine:
-                if isinstance(s, RemoteShard):
-                    s.snippets(query, mine)
-                else:
-                    add_snippets(s, query, mine)
+        def mine(s: Collection | RemoteShard) -> list[SearchHit]:
+            return [h for h, holder in page if holder is s]
+
+        _each(shards, lambda r: r.snippets(query, mine(r)), lambda c: add_snippets(c, query, mine(c)))
     return {"total": total, "hits": [h for h, _ in page]}
+
+
+def _each(shards: Sequence[Collection | RemoteShard], remote: Callable[[RemoteShard], T],
+          local: Callable[[Collection], T]) -> list[T]:
+    """``remote`` of each shard served elsewhere, all at once on threads (a search waits for the
+    slowest, not for their sum), and meanwhile ``local`` of each shard here, on this thread (a
+    collection's catalog is this thread's); in the order of ``shards``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    far = [s for s in shards if isinstance(s, RemoteShard)]
+    if not far:
+        return [local(s) for s in shards if isinstance(s, Collection)]
+    with ThreadPoolExecutor(min(len(far), 32), thread_name_prefix="deskdex-shard") as pool:
+        asked = {id(s): pool.submit(remote, s) for s in far}
+        here = {id(s): local(s) for s in shards if isinstance(s, Collection)}
+        return [asked[id(s)].result() if id(s) in asked else here[id(s)] for s in shards]
