@@ -24,7 +24,7 @@ def cluster_status(broker: str, redelivery: float) -> dict[str, Any]:
         client = redis.Redis.from_url(broker, socket_connect_timeout=2, socket_timeout=5)
         out["queued"] = int(client.llen(QUEUE))
         out["crawl_queued"] = {str(k): int(client.llen(f"deskdex.crawl.{k}")) for k in range(CRAWL_QUEUES)}
-        out["taken"] = int(client.hlen(UNACKED))
+        out["taken"] = _taken(client.hvals(UNACKED))
         client.close()
         app = make_app(broker, redelivery)
         try:
@@ -38,6 +38,21 @@ def cluster_status(broker: str, redelivery: float) -> dict[str, Any]:
     return out
 
 
+def _taken(held: list[bytes]) -> dict[str, int]:
+    """Tasks taken and not yet acknowledged, per queue: kombu keeps each as [message, exchange,
+    routing key]; one it cannot read counts under "?"."""
+    import json
+
+    out: dict[str, int] = {}
+    for raw in held:
+        try:
+            queue = str(json.loads(raw)[2])
+        except (ValueError, IndexError, TypeError):
+            queue = "?"
+        out[queue] = out.get(queue, 0) + 1
+    return out
+
+
 def describe(info: dict[str, Any]) -> str:
     """One line for people."""
     if "error" in info:
@@ -47,4 +62,8 @@ def describe(info: dict[str, Any]) -> str:
     per_queue = ", ".join(f"queue {k}: {n}" for k, n in crawl.items() if n)
     return (f"{info['broker']}: workers {names}; {info['queued']} conversion tasks queued (up to {BATCH_FILES} "
             f"files a task), {sum(crawl.values())} crawl requests queued{f' ({per_queue})' if per_queue else ''}, "
-            f"{info['taken']} tasks taken")
+            f"{sum(info['taken'].values())} tasks taken{_per_queue(info['taken'])}")
+
+
+def _per_queue(taken: dict[str, int]) -> str:
+    return f" ({', '.join(f'{q}: {n}' for q, n in sorted(taken.items()))})" if taken else ""

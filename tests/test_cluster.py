@@ -230,6 +230,10 @@ def test_a_worker_killed_in_the_middle_loses_and_doubles_nothing(tmp_path: Path,
             assert index.poll() is None, index.communicate()
             assert time.monotonic() < deadline, "the worker never took held1.txt"
             time.sleep(0.05)
+        # `deskdex status` counts what the worker holds, by queue.
+        looker = _cli(tmp_path, "looker", f'broker = "{broker}"\n')
+        taken = looker.json("status")["cluster"]["taken"]
+        assert taken.get("deskdex.convert", 0) >= 1, taken
         first.proc.kill()  # SIGKILL while it converts held1.txt, with more files taken and not acknowledged
         first.proc.wait()
         killed = time.monotonic()
