@@ -38,7 +38,7 @@ def cluster_status(broker: str, redelivery: float) -> dict[str, Any]:
     return out
 
 
-def _taken(held: list[bytes]) -> dict[str, int]:
+def _taken(held: list[bytes | str]) -> dict[str, int]:
     """Tasks taken and not yet acknowledged, per queue: kombu keeps each as [message, exchange,
     routing key]; one it cannot read counts under "?"."""
     import json
