@@ -84,8 +84,8 @@ class ShardServer:
                     raise ValueError("need or sort out of range")
                 part = shard_search(self.coll, query, need, sort, bool(msg["collapse"]), None,
                                     stats_from_json(msg["stats"]))
-                return {"total": part.total, "hits": part.hits, "trees": part.trees, "keys": part.keys,
-                        "num_docs": part.num_docs}
+                return {"total": part.total, "hits": part.hits, "trees": part.trees,
+                        "keys": [None if k is None else k.to_json() for k in part.keys], "num_docs": part.num_docs}
             if what == "snippets":
                 query = _query(msg)
                 hits: list[Any] = [{"uri": str(u)} for u in msg["uris"]][:MAX_LIMIT]

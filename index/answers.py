@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from deskdex.protocol import SearchHit
 
+    from .readable import CopyKey
+
 
 class FixedStats:
     """Word statistics known in advance (index.query.WordStats): a shard's for the words of one
@@ -37,13 +39,13 @@ class FixedStats:
 @dataclass
 class Part:
     """One shard's answer to a merged search: its hits (no snippets), the explanation of each hit's
-    score (relevance only: what the merge re-weighs), the (text_sum, mime) of each (what copies
-    in two shards are collapsed by), its count of matches and of documents."""
+    score (relevance only: what the merge re-weighs), what tells each hit's copies in other shards
+    (None: a document without a text), its count of matches and of documents."""
 
     total: int
     hits: list[SearchHit]
     trees: list[dict[str, Any] | None]
-    keys: list[tuple[str, str] | None]
+    keys: list[CopyKey | None]
     num_docs: int
 
 

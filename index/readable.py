@@ -28,7 +28,7 @@ import sys
 import weakref
 from array import array
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 from .access import EVERYONE, reader_terms
 from .clusters import UnionFind
@@ -256,6 +256,53 @@ def _languages_differ(pa: tuple[str, ...], pb: tuple[str, ...]) -> bool:
         return False
     differ = [i for i, (x, y) in enumerate(zip(pa, pb)) if x != y]
     return len(differ) == 1 and bool(_LANGUAGE_TAG.match(pa[differ[0]]) and _LANGUAGE_TAG.match(pb[differ[0]]))
+
+
+@dataclass(frozen=True, slots=True)
+class CopyKey:
+    """What says whether two documents of different indexes are copies, by the rule of ``_copies``
+    (a merged search over shards collapses them as one index would): the same text, or a
+    near-duplicate of the same kind and size sharing ``COPY_SIMILARITY`` of its fingerprints."""
+
+    text_sum: str | None
+    mime: str
+    lang: str | None
+    uri: str
+    size: int
+    fps: frozenset[int]
+
+    def kind(self) -> _Kind:
+        return (self.text_sum, self.mime, self.lang, tuple(re.split(r"[/.]", self.uri)), self.size)
+
+    def to_json(self) -> list[Any]:
+        return [self.text_sum, self.mime, self.lang, self.uri, self.size, sorted(self.fps)]
+
+    @classmethod
+    def from_json(cls, v: list[Any]) -> CopyKey:
+        text_sum, mime, lang, uri, size, fps = v
+        return cls(None if text_sum is None else str(text_sum), str(mime), None if lang is None else str(lang),
+                   str(uri), int(size), frozenset(int(f) for f in fps))
+
+
+def copy_keys(db: sqlite3.Connection, uris: list[str]) -> dict[str, CopyKey]:
+    """The CopyKey of each of ``uris`` the catalog holds with a text."""
+    if not uris:
+        return {}
+    marks = ",".join("?" * len(uris))
+    rows = db.execute(f"SELECT d.uri, d.text_sum, d.mime, d.lang, d.size, f.fps FROM docs d "
+                      f"LEFT JOIN dup_docs f ON f.doc = d.id WHERE d.uri IN ({marks})", uris).fetchall()
+    return {uri: CopyKey(text_sum, mime or "", lang, uri, int(size or 0), _fingerprints(fps))
+            for uri, text_sum, mime, lang, size, fps in rows if text_sum}
+
+
+def are_copies(a: CopyKey, b: CopyKey) -> bool:
+    ka, kb = a.kind(), b.kind()
+    if not _same_kind(ka, kb):
+        return False
+    if a.text_sum == b.text_sum:
+        return True
+    return min(a.size, b.size) >= COPY_SIZE_RATIO * max(a.size, b.size) and \
+        _similarity(a.fps, b.fps) >= COPY_SIMILARITY
 
 
 def _same_texts(kinds: dict[int, _Kind]) -> list[tuple[int, int]]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from deskdex.errors import QueryError, StoreError
 
 from .answers import FixedStats, Part, stats_to_json
+from .readable import CopyKey
 
 if TYPE_CHECKING:
     from deskdex.protocol import SearchHit
@@ -73,7 +74,7 @@ class RemoteShard:
         try:
             hits = [_hit(h) for h in out["hits"]]
             trees: list[dict[str, Any] | None] = [t if isinstance(t, dict) else None for t in out["trees"]]
-            keys = [(str(k[0]), str(k[1])) if k else None for k in out["keys"]]
+            keys = [CopyKey.from_json(k) if k else None for k in out["keys"]]
             if len(keys) != len(hits) or trees and len(trees) != len(hits):
                 raise ValueError("not one explanation and one key a hit")
             if not trees:

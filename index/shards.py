@@ -35,6 +35,7 @@ from deskdex.protocol import MAX_LIMIT
 from .answers import FixedStats, Part
 from .collection import Collection
 from .query import scored_terms
+from .readable import CopyKey, are_copies, copy_keys
 from .remote import RemoteShard
 from .search import add_snippets, search
 
@@ -96,10 +97,8 @@ def shard_search(coll: Collection, query: str, need: int, sort: str, collapse: b
         for h in res["hits"]:
             found = searcher.search(tantivy.Query.term_query(coll.index.schema, "uri", h["uri"]), 1).hits
             trees.append(json.loads(q.explain(searcher, found[0][1]).to_json()) if found else None)
-    keys: list[tuple[str, str] | None] = []
-    for h in res["hits"]:
-        row = coll.catalog.get(h["uri"])
-        keys.append((row.text_sum, row.mime or "") if row is not None and row.text_sum else None)
+    copies = copy_keys(coll.catalog.db, [h["uri"] for h in res["hits"]])
+    keys = [copies.get(h["uri"]) for h in res["hits"]]
     return Part(res["total"], res["hits"], trees, keys, int(coll.index.searcher().num_docs))
 
 
@@ -245,13 +244,15 @@ def search_shards(shards: Sequence[Collection | RemoteShard], query: str, limit:
     ranked = sorted(((h, k, s) for p, s in zip(parts, shards) for h, k in zip(p.hits, p.keys)),
                     key=lambda hks: _key(hks[0], sort))
     picked: list[tuple[SearchHit, Collection | RemoteShard]] = []
-    seen: dict[tuple[str, str], SearchHit] = {}
+    shown: list[tuple[SearchHit, CopyKey, Collection | RemoteShard]] = []  # the picked hits with a text
     for h, key, s in ranked:
         if collapse and key is not None:
-            if key in seen:
-                seen[key]["duplicates"] += 1 + h["duplicates"]  # ``total`` counts every match, copies too, as search's
+            # Copies in one shard are collapsed by it; here, those of different shards.
+            twin = next((x for x, k, holder in shown if holder is not s and are_copies(k, key)), None)
+            if twin is not None:
+                twin["duplicates"] += 1 + h["duplicates"]  # ``total`` counts every match, copies too, as search's
                 continue
-            seen[key] = h
+            shown.append((h, key, s))
         picked.append((h, s))
     page = picked[offset:offset + limit]
     if snippets:

@@ -62,7 +62,7 @@ def test_three_shards_answer_like_one_index(tmp_path: Path):
     docs = tmp_path / "docs"
     files = _tree(docs, rnd)
     # One text in two folders of different shards: a copy the merge must show once.
-    copy_text = "Isthmus harpoon report\n\n" + " ".join(rnd.choice(WORDS) for _ in range(200))
+    copy_text = "Isthmus harpoon report\n\n" + " ".join(rnd.choice(WORDS) for _ in range(1000))
     (docs / "folder00" / "isthmus.txt").write_text(copy_text)
     shards = [_home(tmp_path, f"shard{i}") for i in range(3)]
     one = _home(tmp_path, "one")
@@ -74,6 +74,9 @@ def test_three_shards_answer_like_one_index(tmp_path: Path):
     assert len(files) >= 150 and sum(counts) == len(files) + 1 and min(counts) > 0, (len(files), counts)
     other = next(f for f in sorted(docs.iterdir()) if _shard_of(f) != _shard_of(docs / "folder00"))
     (other / "isthmus-copy.txt").write_text(copy_text)
+    # And a near-copy (another text: a line more) in the third shard, which one index collapses too.
+    third = next(f for f in sorted(docs.iterdir()) if _shard_of(f) not in (_shard_of(other), _shard_of(docs / "folder00")))
+    (third / "isthmus-printed.txt").write_text(copy_text + "\n\nPrinted on Tuesday.")
     one.run("index", str(docs))
     for i, shard in enumerate(shards):
         shard.run("index", str(docs), "--shard", f"{i}/3")
@@ -114,12 +117,18 @@ def test_three_shards_answer_like_one_index(tmp_path: Path):
     finally:
         daemon.stop()
 
-    # The copy in two shards shows once, standing for the other, as in one index.
+    # The copy and the near-copy, each in another shard, show once, standing for the others, as in one index.
     merged = front.json("search", "isthmus", "harpoon", "report")
     whole = one.json("search", "isthmus", "harpoon", "report")
     assert [(Path(h["path"]).name, h["duplicates"]) for h in merged["hits"][:1]] == \
         [(Path(h["path"]).name, h["duplicates"]) for h in whole["hits"][:1]]
-    assert merged["hits"][0]["duplicates"] == 1
+    assert whole["hits"][0]["duplicates"] == merged["hits"][0]["duplicates"] == 2
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(one.home / "data" / "catalog.sqlite")) as db:
+        sums = dict(db.execute("SELECT uri, text_sum FROM docs WHERE uri LIKE '%isthmus%'").fetchall())
+    assert len(set(sums.values())) == 2, sums  # the near-copy's text is not the others'
     assert sum(Path(h["path"]).name.startswith("isthmus") for h in merged["hits"]) == 1
 
 
