@@ -28,7 +28,7 @@ import logging
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from deskdex.errors import BrokerUnavailable, FetchError
 from deskdex.webcrawl.frontier import Request
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PREFIX = "deskdex:crawl:"
+T = TypeVar("T")
 
 
 class RemoteCrawl:
@@ -77,7 +78,9 @@ class RemoteCrawl:
         self._app.close()
 
     def journal(self, settings: CrawlSettings) -> RedisJournal:
-        return RedisJournal(self._redis, crawl_id(settings), self.broker)
+        i, n = settings.shard
+        group = Group(self._redis, group_id(settings), i, n) if n > 1 else None
+        return RedisJournal(self._redis, crawl_id(settings), self.broker, group)
 
     def fetcher(self, crawler: Crawler) -> Fetcher:
         async def fetch(req: Request, known: KnownPage | None) -> FetchedPage:
@@ -190,6 +193,59 @@ def crawl_id(settings: CrawlSettings) -> str:
     return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
 
 
+def group_id(settings: CrawlSettings) -> str:
+    """The shards of one crawl (``--shard I/N`` for each I, the same seeds and scope) share this id."""
+    key = json.dumps([sorted(settings.seeds), settings.scope, settings.shard[1]])
+    return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
+
+
+# Idle: this shard says so, then the crawl is over when every shard has said so (or one saw it
+# over) and nothing handed over waits in an inbox: no shard has work, none can be given any.
+_IDLE = """
+if redis.call('exists', KEYS[2]) == 1 then return 1 end
+redis.call('hset', KEYS[1], ARGV[1], '1')
+for i = 3, #KEYS do
+  if redis.call('llen', KEYS[i]) > 0 then return 0 end
+end
+local flags = redis.call('hvals', KEYS[1])
+local n = 0
+for _, v in ipairs(flags) do if v == '1' then n = n + 1 end end
+if n < tonumber(ARGV[2]) then return 0 end
+redis.call('set', KEYS[2], '1', 'EX', 600)
+return 1
+"""
+# Taking what was handed over: this shard is busy again as it takes it, in the same step.
+_TAKE = """
+local got = redis.call('lpop', KEYS[2], 1000)
+if got then redis.call('hset', KEYS[1], ARGV[1], '0') end
+return got
+"""
+
+
+class Group:
+    """The shards of one crawl, each run by its own coordinator (``deskdex crawl --shard I/N
+    --broker``), handing each other the links to their sites: an inbox (a list) per shard, an idle
+    flag per shard, and a mark that the crawl is over, under ``deskdex:crawlgroup:<id>:``."""
+
+    def __init__(self, client: Any, gid: str, shard: int, shards: int) -> None:
+        self.r, self.shard, self.shards = client, shard, shards
+        base = f"deskdex:crawlgroup:{gid}:"
+        self.flags, self.over = base + "idle", base + "over"
+        self.inboxes = [f"{base}inbox:{k}" for k in range(shards)]
+        self._idle = client.register_script(_IDLE)
+        self._take = client.register_script(_TAKE)
+
+    def start(self) -> None:
+        """This shard is at work: a mark of an earlier crawl's end no longer holds."""
+        self.r.pipeline().hset(self.flags, str(self.shard), "0").delete(self.over).execute()
+
+    def idle(self) -> bool:
+        return bool(self._idle(keys=[self.flags, self.over, *self.inboxes], args=[self.shard, self.shards]))
+
+    def take(self) -> list[bytes]:
+        return list(self._take(keys=[self.flags, self.inboxes[self.shard]], args=[self.shard]) or [])
+
+
 class RedisJournal:
     """webcrawl.frontier.Journal in Redis: a set of seen URLs, a hash of queued requests by URL, a
     count of pages fetched.
@@ -202,9 +258,12 @@ class RedisJournal:
     for (cluster.broker); one gone for longer stops the crawl with BrokerUnavailable, and starting
     it again resumes it."""
 
-    def __init__(self, client: Any, crawl: str, broker: str) -> None:
+    def __init__(self, client: Any, crawl: str, broker: str, group: Group | None = None) -> None:
         self.r = client
         self.broker = broker
+        self.group = group
+        self._handed: dict[int, list[str]] = {}  # shard -> requests for it, since the last write
+        self._waiting_said = False
         self.seen_key, self.queue_key, self.pages_key = (f"{PREFIX}{crawl}:{k}" for k in ("seen", "queue", "pages"))
         # Since the last write: URLs seen, requests queued (URL -> request), requests ended. A URL is
         # in one of the last two, whichever happened last (a retry is queued again after it ended).
@@ -225,26 +284,44 @@ class RedisJournal:
             raise BrokerUnavailable(f"lost the broker {shown_url(self.broker)} while {what}: {exc}") from exc
 
     def resume(self) -> tuple[set[str], list[Request], int] | None:
+        if self.group is not None:
+            self._guard("joining the crawl's other shards", self.group.start)
         queued, seen, pages = self._do("reading the crawl's state", ("hgetall", (self.queue_key,)),
                                        ("smembers", (self.seen_key,)), ("get", (self.pages_key,)))
         if not queued:
             return None  # nothing left to do: a crawl that ended, or never began
-        reqs = []
-        for raw in queued.values():
-            try:
-                d = json.loads(raw)
-                reqs.append(Request(str(d["url"]), int(d["depth"]), float(d["priority"]), str(d["kind"]),
-                                    int(d["retries"]), int(d["off_topic_run"])))
-            except (ValueError, KeyError, TypeError) as exc:
-                logger.error("dropped a queued request that is not deskdex's: %s", exc)
+        reqs = _requests(queued.values())
         return {s.decode("utf-8", "surrogateescape") for s in seen}, reqs, int(pages or 0)
 
     def added(self, req: Request) -> None:
         self._seen.add(req.url)
         self._ended.discard(req.url)
-        self._queued[req.url] = json.dumps({"url": req.url, "depth": req.depth, "priority": req.priority,
-                                            "kind": req.kind, "retries": req.retries,
-                                            "off_topic_run": req.off_topic_run})
+        self._queued[req.url] = _request_json(req)
+
+    def hand_over(self, shard: int, req: Request) -> bool:
+        if self.group is None:
+            return False
+        self._handed.setdefault(shard, []).append(_request_json(req))
+        return True
+
+    def idle(self) -> bool:
+        if self.group is None:
+            return True
+        over = bool(self._guard("asking whether the crawl is over", self.group.idle))
+        if not over and not self._waiting_said:
+            self._waiting_said = True
+            logger.info("nothing left on shard %d of %d: waiting for the crawl's other shards (each run by "
+                        "`deskdex crawl --shard I/%d --broker ...`) to end or to hand links over",
+                        self.group.shard, self.group.shards, self.group.shards)
+        return over
+
+    def _guard(self, what: str, call: Callable[[], T]) -> T:
+        import redis
+
+        try:
+            return call()
+        except redis.RedisError as exc:
+            raise BrokerUnavailable(f"lost the broker {shown_url(self.broker)} while {what}: {exc}") from exc
 
     def done(self, url: str) -> None:
         self._queued.pop(url, None)
@@ -253,8 +330,11 @@ class RedisJournal:
     def fetched(self, pages: int) -> None:
         self._pages = pages
 
-    def durable(self) -> None:
+    def durable(self) -> list[Request]:
         commands: list[tuple[str, Any]] = []
+        if self.group is not None:
+            for shard, reqs in self._handed.items():
+                commands.append(("rpush", (self.group.inboxes[shard], *reqs)))
         if self._seen:
             commands.append(("sadd", (self.seen_key, *self._seen)))
         if self._queued:
@@ -265,7 +345,10 @@ class RedisJournal:
             commands.append(("hdel", (self.queue_key, *self._ended)))
         if commands:
             self._do("writing the crawl's state", *commands)
-        self._seen, self._queued, self._ended, self._pages = set(), {}, set(), None
+        self._seen, self._queued, self._ended, self._pages, self._handed = set(), {}, set(), None, {}
+        if self.group is None:
+            return []
+        return _requests(self._guard("taking what other shards handed over", self.group.take))
 
     def cleared(self) -> None:
         # The budget is spent and the crawl about to end: a kill before it does starts the next
@@ -275,3 +358,23 @@ class RedisJournal:
 
     def finished(self) -> None:
         self._do("ending the crawl", ("delete", (self.queue_key, self.seen_key, self.pages_key)))
+        if self.group is not None:  # the others see the mark of the end, which outlives this flag
+            self._do("ending the crawl", ("delete", (self.group.inboxes[self.group.shard],)),
+                     ("hdel", (self.group.flags, str(self.group.shard))))
+
+
+def _request_json(req: Request) -> str:
+    return json.dumps({"url": req.url, "depth": req.depth, "priority": req.priority, "kind": req.kind,
+                       "retries": req.retries, "off_topic_run": req.off_topic_run})
+
+
+def _requests(raws: Iterable[bytes | str]) -> list[Request]:
+    out = []
+    for raw in raws:
+        try:
+            d = json.loads(raw)
+            out.append(Request(str(d["url"]), int(d["depth"]), float(d["priority"]), str(d["kind"]),
+                               int(d["retries"]), int(d["off_topic_run"])))
+        except (ValueError, KeyError, TypeError) as exc:
+            logger.error("dropped a queued request that is not deskdex's: %s", exc)
+    return out

@@ -207,3 +207,51 @@ def test_the_daemon_crawls_through_the_workers(tmp_path: Path, broker: str, work
     finally:
         daemon.stop()
 
+
+
+def test_shards_of_a_crawl_hand_each_other_their_links(tmp_path: Path, broker: str, workers: list[Worker]):
+    """Two coordinators, `deskdex crawl --shard 0/2` and `1/2` with the same seed, each fetching the
+    sites whose host hashes to it: a link to a site of the other shard is handed over through Redis,
+    so together they store what one machine stores from the seed, and both end."""
+    from contextlib import ExitStack
+
+    from deskdex.webcrawl.urls import shard_of, site_of
+
+    delay = 0.05
+    workers.append(Worker(tmp_path, "w1", broker, WORKER, args=("--allow-private",), concurrency=2))
+    with ExitStack() as stack:
+        sites: list[SiteServer] = []
+        # Sites until the seed's shard is not the only one: the others are reached only by hand-over.
+        while len(sites) < 3 or len({shard_of(site_of(s.url("/")), 2) for s in sites}) < 2:
+            assert len(sites) < 30
+            sites.append(stack.enter_context(SiteServer(kind="big", pages=8, seed=len(sites))))
+        for s in sites:
+            s.links_to = [o.url("/") for o in sites if o is not s]
+        seed = sites[0].url("/")
+        homes = [_cli(tmp_path, f"shard{i}", COORDINATOR) for i in range(2)]
+        procs = [subprocess.Popen([DESKDEX, "crawl", seed, "--scope", "domain", "--allow-private", "--delay", str(delay),
+                                   "--shard", f"{i}/2", "--broker", broker, "--json"],
+                                  env=dict(os.environ, DESKDEX_HOME=str(h.home), NO_COLOR="1"), cwd=ROOT,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for i, h in enumerate(homes)]
+        outs = []
+        for p in procs:
+            out, err = p.communicate(timeout=240)
+            assert p.returncode == 0, err
+            outs.append(json.loads(out))
+        gaps = [min(_gaps(s), default=1.0) for s in sites]
+        for s in sites:
+            s.log.clear()
+        stored = sorted(h["uri"] for home in homes for h in home.json("search", "source:web", "--limit", "500")["hits"])
+        single = _cli(tmp_path, "single", COORDINATOR)
+        _crawl(single, sites[0], "--scope", "domain")
+        expected = sorted(h["uri"] for h in single.json("search", "source:web", "--limit", "500")["hits"])
+    assert stored == expected and len(expected) >= 3 * 8, (len(stored), len(expected))
+    # Each shard stored only its own sites' pages, and both stored some.
+    for i, home in enumerate(homes):
+        mine = [h["uri"] for h in home.json("search", "source:web", "--limit", "500")["hits"]]
+        assert mine and all(shard_of(site_of(u), 2) == i for u in mine), (i, mine)
+    assert min(gaps) >= delay * 0.9, gaps
+    import redis
+
+    assert not redis.Redis.from_url(broker).keys("deskdex:crawl:*")  # both ended: nothing left to resume

@@ -40,6 +40,7 @@ class SiteServer:
                  trickle_seconds: float = 0.05) -> None:
         self.kind, self.pages, self.crawl_delay, self.slow_seconds = kind, pages, crawl_delay, slow_seconds
         self.redirect_to, self.trickle_seconds = redirect_to.rstrip("/"), trickle_seconds
+        self.links_to: list[str] = []  # "big": other sites' roots, each page linking to their page of its number
         self.log: list[tuple[float, str, str, dict[str, str]]] = []
         self.version: dict[str, int] = {}  # path -> content version (tests bump it to change a page)
         self._lock = threading.Lock()
@@ -128,6 +129,7 @@ class SiteServer:
         if not 0 <= i < self.pages:
             return 404, {}, b"not found"
         links = "".join(f"<li><a href='/p/{(i * 7 + k) % self.pages}'>page {k}</a></li>" for k in range(1, 6))
+        links += "".join(f"<li><a href='{other}p/{i}'>elsewhere</a></li>" for other in self.links_to)
         rng = random.Random(f"{self.seed}-{i}")  # distinct text per page and per site: no near-duplicates
         text = " ".join(rng.choice(FILLER) + str(rng.randrange(50)) for k in range(300))
         return 200, {"Content-Type": "text/html; charset=utf-8"}, html(f"Page {i}", f"<p>{text}</p><ul>{links}</ul>")

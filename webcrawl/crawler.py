@@ -30,6 +30,7 @@ from .urls import in_scope, normalise, shard_of, site_of
 logger = logging.getLogger(__name__)
 
 HTML = frozenset({"text/html", "application/xhtml+xml"})
+IDLE_POLL = 0.5  # seconds between two looks at what other shards of the crawl handed over
 # What the converters read, plus what the crawler itself reads; anything else is recorded and skipped.
 WANTED = HTML | feeds.FEED_TYPES | {"text/plain", "application/pdf", "application/xml", "text/xml",
                                     "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
@@ -81,6 +82,8 @@ class Crawler:
         self.frontier = Frontier(settings.limits, settings.delay,
                                  journal=remote.journal(settings) if remote is not None else None)
         self.fetcher: Fetcher = remote.fetcher(self) if remote is not None else self._fetch_here
+        if remote is not None and settings.shard[1] > 1:
+            self.frontier.idle_hook = self._idle
         self.stats = CrawlStats()
         self.anchors: dict[str, list[str]] = {}
         self.dns = DNSCache(settings.fetch.dns_ttl, settings.fetch.allow_private)
@@ -230,9 +233,36 @@ class Crawler:
         guessed /sitemap.xml redirected to the www. host's, which that host's own turn fetches)."""
         self.stats.record(req.url, "redirected")
         if not self.mine(target):
-            self.frontier.rejected["other_shard"] += 1
+            self._hand_over(Request(target, req.depth, req.priority, req.kind, off_topic_run=req.off_topic_run))
             return
         self.frontier.add(Request(target, req.depth, req.priority, req.kind, off_topic_run=req.off_topic_run))
+
+    def _hand_over(self, req: Request) -> None:
+        """A request for another shard's site: handed to that shard's crawl when the shards share a
+        journal (each its coordinator, deskdex.cluster.crawling), else left to it."""
+        if not self.frontier.hand_over(shard_of(site_of(req.url), self.s.shard[1]), req):
+            self.frontier.rejected["other_shard"] += 1
+
+    async def _idle(self) -> bool:
+        """Frontier.idle_hook of a crawl shared with other shards: nothing is left here. What was
+        stored is committed (the others learn of what it handed over), then this shard waits for
+        requests the others hand over, or for the crawl's end on every shard."""
+        loop = asyncio.get_running_loop()
+        commit = getattr(self.sink, "commit", None)
+        if commit is not None:
+            await loop.run_in_executor(self._sink_thread, commit)
+            self._commits = getattr(self.sink, "commits", None)
+        journal = self.frontier.journal
+        assert journal is not None
+        while not self.stopped:
+            pending = self.frontier.pending()
+            self.frontier.durable()  # sends what was handed over; queues what others handed here
+            if self.frontier.pending() > pending:
+                return True
+            if journal.idle():
+                return False
+            await asyncio.sleep(IDLE_POLL)
+        return False
 
     async def _put(self, page: FetchedPage) -> str:
         # Conversion can take a while: one thread keeps the event loop fetching and the sink single-threaded.
@@ -336,10 +366,10 @@ class Crawler:
                 self.anchors.setdefault(url, []).append(anchor)
             if not in_scope(url, self.seeds, self.s.scope):
                 continue
-            if not self.mine(url):
-                self.frontier.rejected["other_shard"] += 1
-                continue
             priority = score if self.s.topic is not None and self.s.focused else 0.5
+            if not self.mine(url):
+                self._hand_over(Request(url, req.depth + 1, priority, off_topic_run=run))
+                continue
             self.frontier.add(Request(url, req.depth + 1, priority, off_topic_run=run))
 
 

@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Protocol
+from typing import AsyncIterator, Awaitable, Callable, Protocol
 from urllib.parse import urlsplit
 
 from .urls import site_of
@@ -58,8 +58,18 @@ class Journal(Protocol):
     def done(self, url: str) -> None:
         """The request for ``url`` ended, and is not queued again; still resumed until ``durable``."""
 
-    def durable(self) -> None:
-        """What the requests ended so far stored is stored for good (the sink committed): forget them."""
+    def durable(self) -> list[Request]:
+        """What the requests ended so far stored is stored for good (the sink committed): forget
+        them, send the requests handed over to other shards; the requests other shards handed
+        over to this one since."""
+
+    def hand_over(self, shard: int, req: Request) -> bool:
+        """Queue ``req`` for the crawl's shard ``shard`` (sent at the next ``durable``); False
+        when this journal's crawl has no other shards to hand it to."""
+
+    def idle(self) -> bool:
+        """Nothing is left here (what was stored is durable): whether the crawl is over on every
+        shard (all idle, nothing handed over and not taken)."""
 
     def cleared(self) -> None:
         """Nothing is queued any more (requests under way still end with ``done``)."""
@@ -87,6 +97,11 @@ class Frontier:
         self.limits = limits
         self.journal = journal
         self._queued: Counter[str] = Counter()  # URL -> times queued, for the journal
+        # With a journal shared by a crawl's shards: called when nothing is left here; True when
+        # it queued more (handed over by another shard), False when the crawl is over everywhere.
+        self.idle_hook: Callable[[], Awaitable[bool]] | None = None
+        self._hooked = False  # a worker is in the hook: the others wait
+        self._over = False
         self.delay = delay
         self.seen: set[str] = set()
         self.rejected: Counter[str] = Counter()  # reason -> URLs not queued
@@ -172,9 +187,21 @@ class Frontier:
                     s.taken += 1
                     self.in_flight += 1
                     return req
-            elif self.in_flight == 0:
+            elif self.in_flight == 0 and (self._over or self.idle_hook is None):
+                self._over = True
                 self._wake.set()  # let every other waiting worker see the end too
                 return None
+            elif self.in_flight == 0 and not self._hooked:
+                hook = self.idle_hook
+                assert hook is not None
+                self._hooked = True
+                try:
+                    self._over = not await hook()
+                finally:
+                    self._hooked = False
+                continue
+            elif self.in_flight == 0:
+                wait = 1.0  # another worker is in the hook
             else:
                 wait = 3600.0
             self._wake.clear()
@@ -231,7 +258,11 @@ class Frontier:
 
     def durable(self) -> None:
         if self.journal is not None:
-            self.journal.durable()
+            for req in self.journal.durable():
+                self.add(req)
+
+    def hand_over(self, shard: int, req: Request) -> bool:
+        return self.journal is not None and self.journal.hand_over(shard, req)
 
     def finished(self) -> None:
         if self.journal is not None:
