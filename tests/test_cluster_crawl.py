@@ -255,3 +255,57 @@ def test_shards_of_a_crawl_hand_each_other_their_links(tmp_path: Path, broker: s
     import redis
 
     assert not redis.Redis.from_url(broker).keys("deskdex:crawl:*")  # both ended: nothing left to resume
+
+
+def test_a_forged_or_repeated_request_is_not_made(tmp_path: Path, broker: str, workers: list[Worker]):
+    """A request written to the broker by hand (no coordinator waits for it), or a second delivery
+    of one already made, is dropped unmade; a worker without --allow-private refuses a loopback
+    address whatever the request says. Sent from a process of its own: on pytest's path, the
+    repository's packaging/ hides the library kombu imports."""
+    import sys
+
+    workers.append(Worker(tmp_path, "private", broker, WORKER, args=("--allow-private",)))
+    with SiteServer(kind="big", pages=2) as site:
+        forge = f"""
+import json, sys, redis
+from deskdex.cluster.app import FETCH_TASK, crawl_queue, make_app
+from deskdex.cluster.wire import fetch_to_wire
+from deskdex.converters import Limits
+from deskdex.webcrawl.fetch import FetchSettings
+from deskdex.webcrawl.frontier import Request
+app = make_app({broker!r}, 300.0)
+r = redis.Redis.from_url({broker!r}, socket_timeout=90)
+msg = fetch_to_wire(Request({site.url("/p/1")!r}), None, FetchSettings(allow_private=True), 1 << 20, 0.0, Limits())
+queue = crawl_queue({site.netloc!r})
+# Forged: nobody opened its key.
+app.send_task(FETCH_TASK, args=[msg, "test:reply"], task_id="forged", queue=queue)
+# Made once, then delivered again.
+r.set("deskdex:fetch:twice", "open", ex=60)
+app.send_task(FETCH_TASK, args=[msg, "test:reply"], task_id="twice", queue=queue)
+first = r.blpop(["test:reply"], timeout=60)
+app.send_task(FETCH_TASK, args=[msg, "test:reply"], task_id="twice", queue=queue)
+second = r.blpop(["test:reply"], timeout=4)
+print(json.dumps([json.loads(first[1])["id"] if first else None, second is not None]))
+"""
+        p = subprocess.run([sys.executable, "-c", forge], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        assert p.returncode == 0, p.stderr
+        assert json.loads(p.stdout) == ["twice", False]  # one answer, to the request made once
+        assert site.paths() == ["/p/1"]  # the forged one and the second delivery never reached the site
+        time.sleep(1.0)
+        assert site.paths() == ["/p/1"]
+
+        # A worker without --allow-private, asked for a loopback address with allow_private: refused.
+        workers[0].stop()
+        workers.append(Worker(tmp_path, "public", broker, WORKER))
+        asked = forge.split("# Forged")[0] + """
+r.set("deskdex:fetch:private", "open", ex=60)
+app.send_task(FETCH_TASK, args=[msg, "test:reply"], task_id="private", queue=queue)
+answer = r.blpop(["test:reply"], timeout=60)
+print(answer[1].decode() if answer else "")
+"""
+        p = subprocess.run([sys.executable, "-c", asked], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        assert p.returncode == 0 and p.stdout.strip(), p.stderr
+        assert json.loads(p.stdout)["error"]["reason"] == "private_address"
+        assert site.paths() == ["/p/1"]
