@@ -49,6 +49,9 @@ logger = logging.getLogger(__name__)
 
 PREFIX = "deskdex:crawl:"
 T = TypeVar("T")
+# A shard of a crawl with nothing left, and no other shard running or done: it ends after this long
+# rather than wait for ever (`deskdex crawl --shard 0/2 --broker` run alone).
+ALONE_WAIT = 60.0
 
 
 class RemoteCrawl:
@@ -202,17 +205,17 @@ def group_id(settings: CrawlSettings) -> str:
 # Idle: this shard says so, then the crawl is over when every shard has said so (or one saw it
 # over) and nothing handed over waits in an inbox: no shard has work, none can be given any.
 _IDLE = """
-if redis.call('exists', KEYS[2]) == 1 then return 1 end
+if redis.call('exists', KEYS[2]) == 1 then return {1, 0} end
 redis.call('hset', KEYS[1], ARGV[1], '1')
-for i = 3, #KEYS do
-  if redis.call('llen', KEYS[i]) > 0 then return 0 end
-end
 local flags = redis.call('hvals', KEYS[1])
+for i = 3, #KEYS do
+  if redis.call('llen', KEYS[i]) > 0 then return {0, #flags} end
+end
 local n = 0
 for _, v in ipairs(flags) do if v == '1' then n = n + 1 end end
-if n < tonumber(ARGV[2]) then return 0 end
+if n < tonumber(ARGV[2]) then return {0, #flags} end
 redis.call('set', KEYS[2], '1', 'EX', 600)
-return 1
+return {1, #flags}
 """
 # Taking what was handed over: this shard is busy again as it takes it, in the same step.
 _TAKE = """
@@ -239,8 +242,10 @@ class Group:
         """This shard is at work: a mark of an earlier crawl's end no longer holds."""
         self.r.pipeline().hset(self.flags, str(self.shard), "0").delete(self.over).execute()
 
-    def idle(self) -> bool:
-        return bool(self._idle(keys=[self.flags, self.over, *self.inboxes], args=[self.shard, self.shards]))
+    def idle(self) -> tuple[bool, int]:
+        """Whether the crawl is over, and how many of its shards are running or have said they are idle."""
+        over, present = self._idle(keys=[self.flags, self.over, *self.inboxes], args=[self.shard, self.shards])
+        return bool(over), int(present)
 
     def take(self) -> list[bytes]:
         return list(self._take(keys=[self.flags, self.inboxes[self.shard]], args=[self.shard]) or [])
@@ -263,7 +268,7 @@ class RedisJournal:
         self.broker = broker
         self.group = group
         self._handed: dict[int, list[str]] = {}  # shard -> requests for it, since the last write
-        self._waiting_said = False
+        self._idle_since: float | None = None  # when this shard first had nothing left
         self.seen_key, self.queue_key, self.pages_key = (f"{PREFIX}{crawl}:{k}" for k in ("seen", "queue", "pages"))
         # Since the last write: URLs seen, requests queued (URL -> request), requests ended. A URL is
         # in one of the last two, whichever happened last (a retry is queued again after it ended).
@@ -307,13 +312,20 @@ class RedisJournal:
     def idle(self) -> bool:
         if self.group is None:
             return True
-        over = bool(self._guard("asking whether the crawl is over", self.group.idle))
-        if not over and not self._waiting_said:
-            self._waiting_said = True
+        over, present = self._guard("asking whether the crawl is over", self.group.idle)
+        if over:
+            return True
+        now = time.monotonic()
+        if self._idle_since is None:
+            self._idle_since = now
             logger.info("nothing left on shard %d of %d: waiting for the crawl's other shards (each run by "
                         "`deskdex crawl --shard I/%d --broker ...`) to end or to hand links over",
                         self.group.shard, self.group.shards, self.group.shards)
-        return over
+        if present == 1 and now - self._idle_since > ALONE_WAIT:
+            logger.warning("no other shard of this crawl has started in %.0f s: ending shard %d alone; the links "
+                           "it handed over wait for them", ALONE_WAIT, self.group.shard)
+            return True
+        return False
 
     def _guard(self, what: str, call: Callable[[], T]) -> T:
         import redis
@@ -348,7 +360,10 @@ class RedisJournal:
         self._seen, self._queued, self._ended, self._pages, self._handed = set(), {}, set(), None, {}
         if self.group is None:
             return []
-        return _requests(self._guard("taking what other shards handed over", self.group.take))
+        taken = _requests(self._guard("taking what other shards handed over", self.group.take))
+        if taken:
+            self._idle_since = None
+        return taken
 
     def cleared(self) -> None:
         # The budget is spent and the crawl about to end: a kill before it does starts the next
