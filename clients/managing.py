@@ -28,7 +28,7 @@ EXIT_ERROR, EXIT_USAGE = 1, 2
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from deskdex.pipeline.indexer import index_once
+    from deskdex.pipeline.indexer import index_once, shard_setting
 
     missing = [p for p in args.paths if not os.path.lexists(p)]
     if missing:
@@ -56,7 +56,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         workers = args.workers or os.cpu_count() or 2
         with stop_on_signal() as stop:
             summary = index_once(cfg, paths, workers=workers, progress=not args.no_progress, stop=stop,
-                                 shard=shard).to_json()
+                                 shard=shard or shard_setting(cfg)).to_json()
     if args.json:
         print_json(summary)
     else:

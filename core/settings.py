@@ -64,6 +64,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("shards", [], "Other indexes searched with this one as one: the homes (or data folders) of shards "
                           "written elsewhere, e.g. by `deskdex index --shard I/N`, or the http(s):// address of a "
                           "shard another machine serves (`deskdex serve`) (docs/scale-out.md).", str),
+    Setting("shard", "", "I/N: this home is shard I of N of a collection: it indexes (the daemon, and `deskdex "
+                         "index`) only the files whose folder hashes to I; the others' homes hold the rest, searched "
+                         "as one through the setting shards. Empty: every file (docs/scale-out.md)."),
     Setting("listen", "", "HOST:PORT where `deskdex serve` (and the daemon) answer other machines' merged "
                           "searches of this index, with the setting token. Empty: nothing listens."),
     Setting("token", "", "The secret a shard served with `listen` requires, and the one this home sends to the "

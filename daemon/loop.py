@@ -43,7 +43,7 @@ from deskdex.index import Collection
 from deskdex.paths import at_or_under
 from deskdex.pipeline.coalesce import Changed, Deleted, Moved, Record, Rescan
 from deskdex.pipeline.follow import follow
-from deskdex.pipeline.indexer import Indexer, Summary
+from deskdex.pipeline.indexer import Indexer, Summary, of_shard, shard_setting
 from deskdex.pipeline.progress import with_bar
 from deskdex.pipeline.scan import Excluder
 from deskdex.settings import Config
@@ -114,6 +114,7 @@ class Daemon:
         self._views_cond = threading.Condition()
         self._write_lock = threading.RLock()  # the one writer: file changes and crawled pages take turns
         self.indexer = Indexer.from_settings(self.coll, cfg, workers=int(cfg["workers"]), idle=True, stop=self._stop)
+        self.shard = shard_setting(cfg)  # this home's share of a sharded collection (the setting shard)
         self.limits = self.indexer.limits
         self.watcher: Any = None
         self.accounts = AccountWatcher(cfg["accounts"], self._ask_accounts_check) if system else None
@@ -567,7 +568,7 @@ class Daemon:
                 self.note(f"{r} is missing (unmounted?): its documents are kept, marked offline")
         self.offline -= set(present)
         self._fresh_access()
-        files = self.indexer.scan(present, self.cfg["exclude"])
+        files = of_shard(self.indexer.scan(present, self.cfg["exclude"]), self.shard)
         self.state = "indexing"
         self._files_left = len(files)
         try:
@@ -612,7 +613,7 @@ class Daemon:
                 elif not isinstance(r, Rescan):
                     changes.append(r)
             walked: list[str] = []
-            changed = follow(self.indexer, changes, roots, excluder, walked)
+            changed = of_shard(follow(self.indexer, changes, roots, excluder, walked), self.shard)
             again = [f for f in walked if f not in roots and f not in (relooked or ())]
             if again:
                 with self._cond:

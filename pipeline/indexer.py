@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from deskdex.converters import Limits, Outcome, Source, display_path, open_regular, path_to_uri, uri_to_path
-from deskdex.errors import TRANSIENT_REASONS, ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
+from deskdex.errors import TRANSIENT_REASONS, ConfigError, ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
 from deskdex.converters.detect import compound_extension, extension
 from deskdex.converters.document import Document
 from deskdex.converters.isolation import WorkerPool
@@ -495,14 +495,32 @@ def index_once(cfg: Config, roots: list[str], workers: int, progress: bool,
     before, are dropped)."""
     with Collection.from_settings(cfg, writable=True) as coll:
         indexer = Indexer.from_settings(coll, cfg, workers=workers, idle=False, stop=stop)
-        files = indexer.scan(roots, cfg["exclude"])
-        if shard is not None and shard[1] > 1:
-            from deskdex.webcrawl.urls import shard_of
-
-            # By folder, not by file: a folder's files (a project, an album) rank and cluster together.
-            files = [f for f in files if shard_of(os.path.dirname(f.path), shard[1]) == shard[0]]
+        files = of_shard(indexer.scan(roots, cfg["exclude"]), shard)
         with with_bar(len(files) if progress else 0, min_total=1) as shown:
             return indexer.sync(roots, files, progress=shown)
+
+
+def of_shard(files: list[FileInfo], shard: tuple[int, int] | None) -> list[FileInfo]:
+    """The files of shard (I, N): those whose folder hashes to I (all, without a shard). By
+    folder, not by file: a folder's files (a project, an album) rank and cluster together."""
+    if shard is None or shard[1] <= 1:
+        return files
+    from deskdex.webcrawl.urls import shard_of
+
+    return [f for f in files if shard_of(os.path.dirname(f.path), shard[1]) == shard[0]]
+
+
+def shard_setting(cfg: Config) -> tuple[int, int] | None:
+    """The setting shard as (I, N), or None; ConfigError for a value that is not I/N."""
+    text = str(cfg["shard"])
+    if not text:
+        return None
+    from deskdex.webcrawl.runs import parse_shard
+
+    try:
+        return parse_shard(text)
+    except ValueError:
+        raise ConfigError(f"setting shard: I/N with 0 <= I < N, not {text!r}") from None
 
 
 def retry_once(cfg: Config, under: str | None, workers: int, progress: bool,

@@ -132,11 +132,11 @@ def test_three_shards_answer_like_one_index(tmp_path: Path):
     assert sum(Path(h["path"]).name.startswith("isthmus") for h in merged["hits"]) == 1
 
 
-def _shard_of(folder: Path) -> int:
-    """The shard `deskdex index --shard I/3` puts this folder's files in."""
+def _shard_of(folder: Path, shards: int = 3) -> int:
+    """The shard `deskdex index --shard I/N` (the setting shard) puts this folder's files in."""
     from deskdex.webcrawl.urls import shard_of
 
-    return shard_of(str(folder), 3)
+    return shard_of(str(folder), shards)
 
 
 def test_a_missing_shard_is_named(tmp_path: Path):
@@ -329,3 +329,40 @@ def test_a_daemon_with_listen_serves_its_index(tmp_path: Path):
         assert all("agoon" in h["snippet"] for h in hits)
     finally:
         daemon.stop()
+
+
+def test_two_daemons_keep_a_sharded_collection(tmp_path: Path):
+    """The setting shard: a daemon per shard watches the same folders and keeps only its folders'
+    files, live; a home naming both answers for the whole collection."""
+    from .daemon_fixture import DaemonProcess
+
+    docs = tmp_path / "docs"
+    rnd = random.Random(29)
+    for k in range(10):
+        (docs / f"folder{k}").mkdir(parents=True)
+        for j in range(3):
+            (docs / f"folder{k}" / f"note{j}.txt").write_text(f"Estuary note {k}.{j}: " +
+                                                             " ".join(rnd.choice(WORDS) for _ in range(60)))
+    daemons = [DaemonProcess(tmp_path / f"shard{i}", [docs], extra_config=f'shard = "{i}/2"\n') for i in range(2)]
+    for d in daemons:
+        d.start()
+    try:
+        held = [d.search("estuary") for d in daemons]
+        assert sorted(held[0] + held[1]) == sorted(str(p) for p in docs.rglob("*.txt"))  # each file once
+        for i, paths in enumerate(held):
+            assert paths and all(_shard_of(Path(p).parent, 2) == i for p in paths), (i, paths)
+        front = _home(tmp_path, "front", "shards = [" + ", ".join(json.dumps(str(d.home)) for d in daemons) + "]\n")
+        (tmp_path / "empty").mkdir()
+        front.run("index", str(tmp_path / "empty"))
+        assert front.json("search", "estuary", "--limit", "100")["total"] == 30
+
+        # A file saved while both watch: indexed by its folder's shard only.
+        folder = next(f for f in sorted(docs.iterdir()) if _shard_of(f, 2) == 1)
+        new = folder / "saved.txt"
+        new.write_text("Estuary saved while two daemons watch, with the word kittiwake.")
+        daemons[1].eventually("kittiwake", [str(new)])
+        assert daemons[0].search("kittiwake") == []
+        assert [h["path"] for h in front.json("search", "kittiwake")["hits"]] == [str(new)]
+    finally:
+        for d in daemons:
+            d.stop()
