@@ -338,7 +338,8 @@ def crawl_env(args: argparse.Namespace) -> CrawlEnv:
         from deskdex.pipeline.websink import IndexSink
 
         cfg = settings.load(home)
-        return IndexSink(Collection.from_settings(cfg, writable=True), Limits.from_settings(cfg))
+        return IndexSink(Collection.from_settings(cfg, writable=True), Limits.from_settings(cfg),
+                         commit_seconds=float(cfg["commit_seconds"]))
 
     def known_pages() -> Any:
         from deskdex.pipeline.websink import read_known_pages

@@ -72,7 +72,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("token", "", "The secret a shard served with `listen` requires, and the one this home sends to the "
                          "http(s):// shards it searches; at least 16 characters."),
     Setting("commit_every", 1000, "Documents between two commits while indexing."),
-    Setting("commit_seconds", 30.0, "Longest time between two commits while indexing."),
+    Setting("commit_seconds", 30.0, "Longest time between two commits while indexing (files, and crawled pages)."),
     Setting("dup_k", 4, "Near-duplicates: most simhash bits two documents may differ in (docs/duplicates.md)."),
     Setting("dup_min_similarity", 0.5, "Near-duplicates: least share of word 5-gram fingerprints in common."),
     Setting("index_on_battery", False, "Keep indexing when the computer runs on battery (else wait for power)."),

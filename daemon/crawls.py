@@ -48,10 +48,10 @@ KEEP_JOBS = 20  # ended jobs remembered for crawl_job
 class LockedSink(IndexSink):
     """An IndexSink over the daemon's writable collection, each page stored under ``lock``."""
 
-    def __init__(self, coll: Collection, lock: threading.RLock, limits: Limits) -> None:
+    def __init__(self, coll: Collection, lock: threading.RLock, limits: Limits, commit_seconds: float) -> None:
         self.lock = lock
         with lock:
-            super().__init__(coll, limits, owns_collection=False)
+            super().__init__(coll, limits, owns_collection=False, commit_seconds=commit_seconds)
 
     def put_page(self, page: FetchedPage) -> PutResult:
         with self.lock:
@@ -225,7 +225,8 @@ class CrawlScheduler:
         if not plans:
             raise ConfigError("no URL given and no crawl configured (deskdex crawl add URL)")
         remote = remote_crawl(self.cfg) if self.cfg is not None else None
-        sink = LockedSink(self.coll, self.lock, self.limits)
+        sink = LockedSink(self.coll, self.lock, self.limits,
+                          float(self.cfg["commit_seconds"]) if self.cfg is not None else 30.0)
         try:
             run = CrawlRun(plans, sink, self.state_path, _progress_to(job) if job is not None else None, remote)
             with self._guard:

@@ -29,13 +29,13 @@ logger = logging.getLogger(__name__)
 
 class IndexSink:
     def __init__(self, coll: Collection, limits: Limits = Limits(), commit_every: int = 200,
-                 owns_collection: bool = True, commit_seconds: float = 2.0) -> None:
+                 owns_collection: bool = True, commit_seconds: float = 30.0) -> None:
         self.coll = coll
         self.owns_collection = owns_collection
         self.pages = WebPages(coll.catalog)
         self.pool = WorkerPool(1, limits, idle=True)
         # Pages are searchable, and a crawl's journal in Redis forgets them, after a commit: every
-        # ``commit_every`` pages, or ``commit_seconds`` after the first page not yet committed.
+        # ``commit_every`` pages, or ``commit_seconds`` (the setting) after the first page not yet committed.
         self.commit_every, self.commit_seconds = commit_every, commit_seconds
         self._since_commit = 0
         self._first_uncommitted = 0.0

@@ -23,7 +23,8 @@ from .webcrawl_site import SiteServer
 DELAY = 0.05
 WORKER = "redelivery = 3.0\n"
 # The coordinator's: a dead worker's request is sent again after redelivery + 2 deadlines + 5 s.
-COORDINATOR = "redelivery = 3.0\n[crawl]\ndeadline = 5.0\ntimeout = 2.0\n"
+# Its pages committed every 2 s (the setting commit_seconds): what a killed coordinator asks again.
+COORDINATOR = "redelivery = 3.0\ncommit_seconds = 2.0\n[crawl]\ndeadline = 5.0\ntimeout = 2.0\n"
 
 
 def _crawl(cli: CLI, site: SiteServer, *extra: str, delay: float = DELAY) -> dict[str, Any]:
