@@ -13,7 +13,9 @@ two parts replaced (webcrawl.crawler.Remote):
 - the journal: the seen URLs, the queued requests (those under way until they end) and the count
   of pages fetched live in Redis under ``deskdex:crawl:<id>:``, ``id`` a digest of the crawl's
   seeds, scope and shard. A crawl whose every process stopped (or whose coordinator was stopped)
-  takes up where it was when it is started again; one that ends leaves nothing behind.
+  takes up where it was when it is started again; one that ends leaves nothing behind. The shards
+  of one crawl (``--shard I/N``, a coordinator each) hand each other the links to their sites
+  through it (``Group``), and end together.
 
 Sitemaps and feeds are requests like pages, made by the workers and read here. Robots.txt is read by
 the coordinator itself (once a day per site, in the site's turn like any request): one set of rules
