@@ -216,7 +216,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not listen:
         print("deskdex: nothing to listen on: give --listen HOST:PORT or set `listen`", file=sys.stderr)
         return EXIT_USAGE
-    return serve(home.data_dir, listen, str(cfg["token"]))
+    return serve(home.data_dir, listen, str(cfg["token"]), str(cfg["tls_cert"]), str(cfg["tls_key"]))
 
 
 def cmd_worker(args: argparse.Namespace) -> int:

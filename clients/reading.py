@@ -61,7 +61,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         cfg = settings.load(home)
         with ExitStack() as stack:
             colls = [stack.enter_context(Collection.open(home.data_dir)),
-                     *open_shards(stack, cfg["shards"], cfg["token"])]
+                     *open_shards(stack, cfg["shards"], cfg["token"], cfg["tls_ca"])]
             results = search_shards(colls, query, limit=limit, offset=args.offset, sort=args.sort,
                                     snippets=snippets, collapse=not args.all, similar=args.similar)
     if args.open:
@@ -127,7 +127,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if cluster is not None:
         info["cluster"] = cluster
     if cfg is not None and cfg["shards"]:
-        info["shards"] = [{"home": p, **_shard_status(p, cfg["token"])} for p in cfg["shards"]]
+        info["shards"] = [{"home": p, **_shard_status(p, cfg["token"], cfg["tls_ca"])} for p in cfg["shards"]]
     if args.json:
         print_json(info)
         return 0
@@ -170,7 +170,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _shard_status(where: str, token: str) -> dict[str, Any]:
+def _shard_status(where: str, token: str, ca: str) -> dict[str, Any]:
     """A shard's size: read from its folder, or asked of the machine that serves it."""
     from deskdex.errors import StoreError
     from deskdex.index.remote import RemoteShard
@@ -178,7 +178,7 @@ def _shard_status(where: str, token: str) -> dict[str, Any]:
 
     if where.startswith(("http://", "https://")):
         try:
-            return {"documents": RemoteShard(where, token).stats([]).num_docs, "served": True}
+            return {"documents": RemoteShard(where, token, ca).stats([]).num_docs, "served": True}
         except StoreError as exc:
             return {"note": str(exc)}
     return {k: v for k, v in _status_from_index(data_dir_of(where), False).items()

@@ -69,6 +69,9 @@ SETTINGS: tuple[Setting, ...] = (
                          "as one through the setting shards. Empty: every file (docs/scale-out.md)."),
     Setting("listen", "", "HOST:PORT where `deskdex serve` (and the daemon) answer other machines' merged "
                           "searches of this index, with the setting token. Empty: nothing listens."),
+    Setting("tls_cert", "", "With listen: the certificate (PEM, its chain after it) to serve HTTPS with; empty: HTTP."),
+    Setting("tls_key", "", "With tls_cert: its private key (PEM), when not in the certificate's file."),
+    Setting("tls_ca", "", "The certificates (PEM) that https:// shards are checked against; empty: the system's."),
     Setting("token", "", "The secret a shard served with `listen` requires, and the one this home sends to the "
                          "http(s):// shards it searches; at least 16 characters."),
     Setting("commit_every", 1000, "Documents between two commits while indexing."),

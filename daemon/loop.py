@@ -265,7 +265,8 @@ class Daemon:
         if self.system:
             raise ConfigError("setting listen: an enterprise-mode index answers each account with what it may "
                               "read; a served shard answers with everything: remove the setting")
-        server = ShardServer(self.cfg.home.data_dir, str(self.cfg["listen"]), str(self.cfg["token"])).start()
+        server = ShardServer(self.cfg.home.data_dir, str(self.cfg["listen"]), str(self.cfg["token"]),
+                             str(self.cfg["tls_cert"]), str(self.cfg["tls_key"])).start()
         logger.info("serving this index's searches on %s", server.address)
         return server
 

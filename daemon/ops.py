@@ -121,7 +121,8 @@ class Ops:
         a = req.args
         reader_uid = self._reader_uid(req.peer)
         with self.daemon.reading() as reader, ExitStack() as stack:
-            shards = open_shards(stack, self.daemon.cfg["shards"], self.daemon.cfg["token"])
+            shards = open_shards(stack, self.daemon.cfg["shards"], self.daemon.cfg["token"],
+                                 self.daemon.cfg["tls_ca"])
             return search_shards([reader, *shards], a["query"], limit=a["limit"], offset=a["offset"], sort=a["sort"],
                                  collapse=not a["all"], reader=reader_uid, snippets=a["snippets"],
                                  similar=a["similar"])

@@ -7,15 +7,15 @@ Read-only: it opens the index as a reader (readers never lock), beside this home
 `deskdex index`, and answers the three questions of a merged search (word statistics,
 explained candidates, snippets); nothing else of the home is reachable. It answers with
 everything the index holds, whoever asks with the token: do not serve an enterprise-mode (--system)
-index, whose searches are filtered by the asking account. The token crosses the network as
-written: put the address on a private network, or behind a TLS proxy (the searching side takes
-``https://`` URLs)."""
+index, whose searches are filtered by the asking account. With the settings tls_cert (and tls_key)
+it serves HTTPS, and the token is sent encrypted; without, it crosses the network as written."""
 
 from __future__ import annotations
 
 import hmac
 import json
 import logging
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -44,15 +44,20 @@ def parse_listen(text: str) -> tuple[str, int]:
 class ShardServer:
     """The server, on its own thread until ``close()``."""
 
-    def __init__(self, data_dir: str, listen: str, token: str) -> None:
+    def __init__(self, data_dir: str, listen: str, token: str, cert: str = "", key: str = "") -> None:
         if len(token) < MIN_TOKEN:
             raise ConfigError(f"setting listen needs the setting token, of at least {MIN_TOKEN} characters "
                               "(python3 -c 'import secrets; print(secrets.token_urlsafe())' makes one)")
+        tls = _tls(cert, key) if cert else None
         self.coll = Collection.open(data_dir)
         self.lock = threading.Lock()  # one question at a time: the catalog's connection is this one
         self.token = f"Bearer {token}".encode()
         self.http = ThreadingHTTPServer(parse_listen(listen), _handler(self))
         self.http.daemon_threads = True
+        if tls is not None:
+            # The handshake in the thread of each request, not in the one that accepts them all.
+            self.http.socket = tls.wrap_socket(self.http.socket, server_side=True, do_handshake_on_connect=False)
+        self.scheme = "https" if tls is not None else "http"
         self.thread = threading.Thread(target=self.http.serve_forever, name="deskdex-shard-server", daemon=True)
 
     @property
@@ -106,6 +111,15 @@ class ShardServer:
         return out
 
 
+def _tls(cert: str, key: str) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        ctx.load_cert_chain(cert, key or None)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"settings tls_cert and tls_key: cannot serve HTTPS with {cert}: {exc}") from exc
+    return ctx
+
+
 def _query(msg: dict[str, Any]) -> str:
     query = msg["query"]
     if not isinstance(query, str) or len(query) > MAX_QUERY:
@@ -157,16 +171,16 @@ def _handler(server: ShardServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def serve(data_dir: str, listen: str, token: str) -> int:
+def serve(data_dir: str, listen: str, token: str, cert: str = "", key: str = "") -> int:
     """``deskdex serve``: answer until Ctrl-C or SIGTERM."""
     import signal
 
-    server = ShardServer(data_dir, listen, token)
+    server = ShardServer(data_dir, listen, token, cert, key)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     server.start()
-    print(f"deskdex: serving this index's searches on {server.address}", flush=True)
+    print(f"deskdex: serving this index's searches on {server.scheme}://{server.address}", flush=True)
     try:
         stop.wait()
     finally:

@@ -7,6 +7,7 @@ search that left a shard out would look complete)."""
 from __future__ import annotations
 
 import json
+import ssl
 import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any
@@ -24,9 +25,10 @@ MAX_ANSWER = 64 << 20  # bytes: a page of hits with their explanations is far le
 
 
 class RemoteShard:
-    def __init__(self, url: str, token: str) -> None:
+    def __init__(self, url: str, token: str, ca: str = "") -> None:
         self.url = url.rstrip("/")
         self.token = token
+        self.ca = ca  # the certificates an https:// shard is checked against (the setting tls_ca); "": the system's
 
     def __repr__(self) -> str:
         return f"RemoteShard({self.url!r})"
@@ -38,7 +40,8 @@ class RemoteShard:
                                      headers={"Content-Type": "application/json",
                                               "Authorization": f"Bearer {self.token}"})
         try:
-            with urllib.request.urlopen(req, timeout=TIMEOUT) as answer:
+            tls = ssl.create_default_context(cafile=self.ca or None) if self.url.startswith("https:") else None
+            with urllib.request.urlopen(req, timeout=TIMEOUT, context=tls) as answer:
                 data = answer.read(MAX_ANSWER + 1)
         except urllib.error.HTTPError as exc:
             detail = _error_of(exc)

@@ -54,15 +54,16 @@ def data_dir_of(path: str) -> str:
     return path
 
 
-def open_shards(stack: ExitStack, paths: Sequence[str], token: str = "") -> list[Collection | RemoteShard]:
+def open_shards(stack: ExitStack, paths: Sequence[str], token: str = "", ca: str = "") -> list[Collection | RemoteShard]:
     """The shards of ``paths``, read-only, closed with ``stack``: a folder is opened here, an
-    ``http(s)://`` URL is a shard served elsewhere (``deskdex serve``), asked with ``token``. A
+    ``http(s)://`` URL is a shard served elsewhere (``deskdex serve``), asked with ``token`` (an
+    https:// one checked against the certificates of ``ca``, or the system's). A
     shard that cannot be opened (not indexed yet, not mounted) raises StoreError naming it: a
     search that silently left a third of the documents out would look complete."""
     out: list[Collection | RemoteShard] = []
     for p in paths:
         if p.startswith(("http://", "https://")):
-            out.append(RemoteShard(p, token))
+            out.append(RemoteShard(p, token, ca))
             continue
         where = data_dir_of(p)
         try:

@@ -8,6 +8,8 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from .conftest import CLI
 from .test_dups_cli import WORDS
 
@@ -212,7 +214,8 @@ class Served:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = int(s.getsockname()[1])
-        self.url = f"http://127.0.0.1:{self.port}"
+        tls = "tls_cert" in (cli.home / "config" / "config.toml").read_text()
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.log = cli.home / "serve.log"
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen([DESKDEX, "--home", str(cli.home), "serve", "--listen", f"127.0.0.1:{self.port}"],
@@ -366,3 +369,68 @@ def test_two_daemons_keep_a_sharded_collection(tmp_path: Path):
     finally:
         for d in daemons:
             d.stop()
+
+
+def _certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (PEM files)."""
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "deskdex test shard")])
+    now = dt.datetime.now(dt.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = folder / "shard.crt", folder / "shard.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+def test_a_shard_served_over_https(tmp_path: Path):
+    """With tls_cert and tls_key the shard serves HTTPS; a home whose tls_ca holds its certificate
+    searches it, one that does not trust it is refused, naming the shard, and plain HTTP gets nothing."""
+    cert, key = _certificate(tmp_path)
+    docs = tmp_path / "docs"
+    _tree(docs, random.Random(31))
+    shard = _home(tmp_path, "shard", f'token = "{TOKEN}"\ntls_cert = "{cert}"\ntls_key = "{key}"\n')
+    shard.run("index", str(docs / "folder01"))
+    served = Served(shard)
+    try:
+        assert served.url.startswith("https://")
+        trusting = _home(tmp_path, "trusting", f'shards = ["{served.url}"]\ntoken = "{TOKEN}"\ntls_ca = "{cert}"\n')
+        trusting.run("index", str(docs / "folder02"))
+        hits = trusting.json("search", "the", "--limit", "100")["hits"]
+        from_shard = [h for h in hits if "/folder01/" in h["path"]]
+        assert from_shard and all(h["snippet"] for h in from_shard)
+        assert len(from_shard) == len(shard.json("search", "the", "--limit", "100")["hits"])
+
+        doubting = _home(tmp_path, "doubting", f'shards = ["{served.url}"]\ntoken = "{TOKEN}"\n')
+        doubting.run("index", str(docs / "folder02"))
+        p = doubting.run("search", "the", check=False)
+        assert p.returncode != 0 and served.url in p.stderr and "certificate" in p.stderr.lower(), p.stderr
+        assert "Traceback" not in p.stderr
+
+        plain = served.url.replace("https://", "http://")
+        import urllib.error
+        import urllib.request
+
+        with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
+            urllib.request.urlopen(urllib.request.Request(plain + "/stats", data=b"{}", method="POST"), timeout=5)
+    finally:
+        served.stop()
+    # A certificate that cannot be read: serving refuses to start, saying which setting.
+    bad = _home(tmp_path, "bad", f'token = "{TOKEN}"\ntls_cert = "{tmp_path / "none.crt"}"\n')
+    bad.run("index", str(docs / "folder01"))
+    p = bad.run("serve", "--listen", "127.0.0.1:1", check=False)
+    assert p.returncode != 0 and "tls_cert" in p.stderr and "Traceback" not in p.stderr, p.stderr
