@@ -163,7 +163,7 @@ class ReadableClusters:
         mime, lang, size = (f"d.{c}" if c in self._columns() else "NULL" for c in ("mime", "lang", "size"))
         rows = self.db.execute(f"SELECT c.doc, c.grp, d.readers, d.uri, {mime}, {lang}, {size} FROM dup_cluster c "
                                "JOIN docs d ON d.id = c.doc WHERE c.cluster=?", (cluster,)).fetchall()
-        kinds: dict[int, _Kind] = {doc: (grp, kind or "", language, tuple(re.split(r"[/.]", uri)), int(n or 0))
+        kinds: dict[int, _Kind] = {doc: _kind_of(grp, kind or "", language, uri, int(n or 0))
                                    for doc, grp, readers, uri, kind, language, n in rows if self._readable(readers)}
         ids = {uri: doc for doc, _, _, uri, _, _, _ in rows if doc in kinds}
         if len(kinds) < 2:
@@ -182,7 +182,7 @@ class ReadableClusters:
         if split.copies is None:
             kinds = split.kinds
             same_kind = [(a, b) for a, b in split.edges if _same_kind(kinds[a], kinds[b])
-                         and min(kinds[a][4], kinds[b][4]) >= COPY_SIZE_RATIO * max(kinds[a][4], kinds[b][4])]
+                         and _close_in_size(kinds[a][4], kinds[b][4])]
             split.copies = _components({d: None for d in kinds}, self._close(same_kind) + _same_texts(kinds))
         return split.copies
 
@@ -270,9 +270,10 @@ class CopyKey:
     uri: str
     size: int
     fps: frozenset[int]
+    kind: _Kind = field(init=False, repr=False, compare=False)  # made once: a merge compares each key many times
 
-    def kind(self) -> _Kind:
-        return (self.text_sum, self.mime, self.lang, tuple(re.split(r"[/.]", self.uri)), self.size)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", _kind_of(self.text_sum, self.mime, self.lang, self.uri, self.size))
 
     def to_json(self) -> list[Any]:
         return [self.text_sum, self.mime, self.lang, self.uri, self.size, sorted(self.fps)]
@@ -296,13 +297,19 @@ def copy_keys(db: sqlite3.Connection, uris: list[str]) -> dict[str, CopyKey]:
 
 
 def are_copies(a: CopyKey, b: CopyKey) -> bool:
-    ka, kb = a.kind(), b.kind()
-    if not _same_kind(ka, kb):
+    if not _same_kind(a.kind, b.kind):
         return False
     if a.text_sum == b.text_sum:
         return True
-    return min(a.size, b.size) >= COPY_SIZE_RATIO * max(a.size, b.size) and \
-        _similarity(a.fps, b.fps) >= COPY_SIMILARITY
+    return _close_in_size(a.size, b.size) and _similarity(a.fps, b.fps) >= COPY_SIMILARITY
+
+
+def _kind_of(text_sum: str | None, mime: str, lang: str | None, uri: str, size: int) -> _Kind:
+    return (text_sum, mime, lang, tuple(re.split(r"[/.]", uri)), size)
+
+
+def _close_in_size(a: int, b: int) -> bool:
+    return min(a, b) >= COPY_SIZE_RATIO * max(a, b)
 
 
 def _same_texts(kinds: dict[int, _Kind]) -> list[tuple[int, int]]:

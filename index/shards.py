@@ -245,15 +245,17 @@ def search_shards(shards: Sequence[Collection | RemoteShard], query: str, limit:
     ranked = sorted(((h, k, s) for p, s in zip(parts, shards) for h, k in zip(p.hits, p.keys)),
                     key=lambda hks: _key(hks[0], sort))
     picked: list[tuple[SearchHit, Collection | RemoteShard]] = []
-    shown: list[tuple[SearchHit, CopyKey, Collection | RemoteShard]] = []  # the picked hits with a text
+    # The picked hits with a text, by format: copies are of one format.
+    shown: dict[str, list[tuple[SearchHit, CopyKey, Collection | RemoteShard]]] = {}
     for h, key, s in ranked:
         if collapse and key is not None:
             # Copies in one shard are collapsed by it; here, those of different shards.
-            twin = next((x for x, k, holder in shown if holder is not s and are_copies(k, key)), None)
+            same_format = shown.setdefault(key.mime, [])
+            twin = next((x for x, k, holder in same_format if holder is not s and are_copies(k, key)), None)
             if twin is not None:
                 twin["duplicates"] += 1 + h["duplicates"]  # ``total`` counts every match, copies too, as search's
                 continue
-            shown.append((h, key, s))
+            same_format.append((h, key, s))
         picked.append((h, s))
     page = picked[offset:offset + limit]
     if snippets:
