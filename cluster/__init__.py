@@ -15,6 +15,11 @@ if TYPE_CHECKING:
 # that a worker can be given some sites only (deskdex worker --crawl-queues) and status counts each.
 CRAWL_QUEUES = 8
 
+
+def crawl_queue_name(k: int) -> str:
+    """The Celery queue of crawl queue ``k``, 0 to CRAWL_QUEUES - 1."""
+    return f"deskdex.crawl.{k}"
+
 # What ``pip install 'deskdex[cluster]'`` brings: an ImportError naming one of them says to install it.
 LIBRARIES = frozenset({"celery", "kombu", "billiard", "vine", "redis"})
 

@@ -30,7 +30,7 @@ from celery import Celery
 from deskdex.converters.convert import Outcome
 from deskdex.errors import UnreadableFile
 
-from . import CRAWL_QUEUES, wire
+from . import CRAWL_QUEUES, crawl_queue_name, wire
 from .broker import redis_client
 from .fetching import fetch_task
 from .worker import STATE, push
@@ -46,9 +46,10 @@ FETCH_TASK = "deskdex.fetch"
 
 
 def crawl_queue(site: str) -> str:
+    """The queue of the crawl requests to ``site``."""
     from deskdex.webcrawl.urls import shard_of
 
-    return f"deskdex.crawl.{shard_of(site, CRAWL_QUEUES)}"  # as run_worker names them
+    return crawl_queue_name(shard_of(site, CRAWL_QUEUES))
 
 
 def make_app(broker: str, redelivery: float) -> Celery:
@@ -117,8 +118,8 @@ def run_worker(cfg: Config, broker: str, concurrency: int, name: str | None = No
     STATE.allow_private = allow_private
     crawls = range(CRAWL_QUEUES) if crawl_queues is None else crawl_queues
     app = make_app(broker, float(cfg["redelivery"]))
-    worker = app.Worker(pool="threads", concurrency=concurrency, 
-                        queues=[QUEUE, *(f"deskdex.crawl.{i}" for i in crawls)],
+    worker = app.Worker(pool="threads", concurrency=concurrency,
+                        queues=[QUEUE, *(crawl_queue_name(k) for k in crawls)],
                         hostname=name or f"deskdex@{socket.gethostname()}.{os.getpid()}",
                         without_gossip=True, without_mingle=True, without_heartbeat=True,
                         loglevel="DEBUG" if verbose else "INFO", quiet=True)

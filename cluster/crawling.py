@@ -118,7 +118,7 @@ class RemoteCrawl:
                 finally:
                     with self._lock:
                         self._waiting.pop(tid, None)
-                return _answer(answer, known)
+                return _answer(answer)
         raise FetchError("no_worker", f"no deskdex worker answered ({ATTEMPTS} tries, {silence:.0f} s each): "
                                       "is one running, and taking this site's queue?")
 
@@ -177,7 +177,7 @@ def _resolve(future: asyncio.Future[dict[str, Any]], answer: dict[str, Any]) -> 
         future.set_result(answer)
 
 
-def _answer(answer: dict[str, Any], known: KnownPage | None) -> FetchedPage:
+def _answer(answer: dict[str, Any]) -> FetchedPage:
     """The page a worker's answer holds, or the FetchError it reports."""
     try:
         err = answer.get("error")
@@ -194,13 +194,16 @@ def _answer(answer: dict[str, Any], known: KnownPage | None) -> FetchedPage:
 
 def crawl_id(settings: CrawlSettings) -> str:
     """The same crawl asked for again (its seeds, scope and shard) has the same id."""
-    key = json.dumps([sorted(settings.seeds), settings.scope, list(settings.shard)])
-    return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
+    return _digest(settings, list(settings.shard))
 
 
 def group_id(settings: CrawlSettings) -> str:
     """The shards of one crawl (``--shard I/N`` for each I, the same seeds and scope) share this id."""
-    key = json.dumps([sorted(settings.seeds), settings.scope, settings.shard[1]])
+    return _digest(settings, settings.shard[1])
+
+
+def _digest(settings: CrawlSettings, shard: Any) -> str:
+    key = json.dumps([sorted(settings.seeds), settings.scope, shard])
     return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
 
 
@@ -280,15 +283,14 @@ class RedisJournal:
         self._pages: int | None = None
 
     def _do(self, what: str, *commands: tuple[str, Any]) -> list[Any]:
-        import redis
-
-        try:
+        """``commands`` in one pipeline: what each gave."""
+        def run() -> list[Any]:
             pipe = self.r.pipeline(transaction=False)
             for name, args in commands:
                 getattr(pipe, name)(*args)
             return list(pipe.execute())
-        except redis.RedisError as exc:
-            raise BrokerUnavailable(f"lost the broker {shown_url(self.broker)} while {what}: {exc}") from exc
+
+        return self._guard(what, run)
 
     def resume(self) -> tuple[set[str], list[Request], int] | None:
         if self.group is not None:
@@ -374,10 +376,11 @@ class RedisJournal:
         self._do("emptying the queue", ("delete", (self.queue_key,)))
 
     def finished(self) -> None:
-        self._do("ending the crawl", ("delete", (self.queue_key, self.seen_key, self.pages_key)))
+        commands: list[tuple[str, Any]] = [("delete", (self.queue_key, self.seen_key, self.pages_key))]
         if self.group is not None:  # the others see the mark of the end, which outlives this flag
-            self._do("ending the crawl", ("delete", (self.group.inboxes[self.group.shard],)),
-                     ("hdel", (self.group.flags, str(self.group.shard))))
+            commands += [("delete", (self.group.inboxes[self.group.shard],)),
+                         ("hdel", (self.group.flags, str(self.group.shard)))]
+        self._do("ending the crawl", *commands)
 
 
 def _request_json(req: Request) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import CRAWL_QUEUES
+from . import CRAWL_QUEUES, crawl_queue_name
 from .app import QUEUE, make_app
 from .pool import BATCH_FILES, shown_url
 
@@ -23,7 +23,7 @@ def cluster_status(broker: str, redelivery: float) -> dict[str, Any]:
     try:
         client = redis.Redis.from_url(broker, socket_connect_timeout=2, socket_timeout=5)
         out["queued"] = int(client.llen(QUEUE))
-        out["crawl_queued"] = {str(k): int(client.llen(f"deskdex.crawl.{k}")) for k in range(CRAWL_QUEUES)}
+        out["crawl_queued"] = {str(k): int(client.llen(crawl_queue_name(k))) for k in range(CRAWL_QUEUES)}
         out["taken"] = _taken(client.hvals(UNACKED))
         client.close()
         app = make_app(broker, redelivery)

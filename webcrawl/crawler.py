@@ -9,7 +9,7 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Awaitable, Callable, Protocol
+from typing import Awaitable, Callable, Protocol
 from urllib.parse import urlsplit
 
 import httpx
@@ -17,9 +17,8 @@ import httpx
 from deskdex.errors import BrokerUnavailable, FetchError
 
 from . import feeds, sitemaps
-from .fetch import REDIRECTS, DNSCache, FetchSettings, conditional_headers, fetch, make_client
+from .fetch import REDIRECTS, DNSCache, FetchSettings, Gate, conditional_headers, fetch, make_client
 from .focus import TopicClassifier
-from .fetch import Gate
 from .frontier import Frontier, Journal, Limits, Request
 from .links import extract
 from .robots import RobotsCache
@@ -149,9 +148,7 @@ class Crawler:
             finally:
                 self._sink_thread.shutdown(wait=True)  # a page being stored is stored whole
         if not self.stopped and self.frontier.journal is not None:
-            commit = getattr(self.sink, "commit", None)
-            if commit is not None:
-                commit()  # before the journal forgets the crawl: a kill in between loses no page
+            self._commit()  # before the journal forgets the crawl: a kill in between loses no page
             self.frontier.finished()
         return self.stats
 
@@ -247,11 +244,7 @@ class Crawler:
         """Frontier.idle_hook of a crawl shared with other shards: nothing is left here. What was
         stored is committed (the others learn of what it handed over), then this shard waits for
         requests the others hand over, or for the crawl's end on every shard."""
-        loop = asyncio.get_running_loop()
-        commit = getattr(self.sink, "commit", None)
-        if commit is not None:
-            await loop.run_in_executor(self._sink_thread, commit)
-            self._commits = getattr(self.sink, "commits", None)
+        await asyncio.get_running_loop().run_in_executor(self._sink_thread, self._commit)
         journal = self.frontier.journal
         assert journal is not None
         while not self.stopped:
@@ -263,6 +256,13 @@ class Crawler:
                 return False
             await asyncio.sleep(IDLE_POLL)
         return False
+
+    def _commit(self) -> None:
+        """What the sink stored, made durable (a sink with a ``commit``; one without stores for good at once)."""
+        commit = getattr(self.sink, "commit", None)
+        if commit is not None:
+            commit()
+            self._commits = getattr(self.sink, "commits", None)
 
     async def _put(self, page: FetchedPage) -> str:
         # Conversion can take a while: one thread keeps the event loop fetching and the sink single-threaded.
