@@ -22,7 +22,7 @@ from typing import Any
 
 from deskdex.errors import ConfigError, DeskdexError, QueryError
 from deskdex.index import Collection
-from deskdex.index.answers import stats_from_json
+from deskdex.index.answers import stats_from_json, stats_to_json
 from deskdex.index.search import add_snippets
 from deskdex.index.shards import shard_search, shard_stats
 from deskdex.protocol import MAX_LIMIT, MAX_QUERY, SORTS
@@ -80,8 +80,7 @@ class ShardServer:
         with self.lock:
             if what == "stats":
                 terms = [(str(f), str(t)) for f, t in msg["terms"]]
-                stats = shard_stats(self.coll, terms)
-                return {"num_docs": stats.num_docs, "freqs": [stats.freqs[t] for t in terms]}
+                return stats_to_json(shard_stats(self.coll, terms))
             if what == "search":
                 query = _query(msg)
                 need, sort = int(msg["need"]), str(msg["sort"])

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from deskdex.errors import QueryError, StoreError
 
-from .answers import FixedStats, Part, stats_to_json
+from .answers import FixedStats, Part, stats_from_json, stats_to_json
 from .readable import CopyKey
 
 if TYPE_CHECKING:
@@ -64,10 +64,7 @@ class RemoteShard:
     def stats(self, terms: list[tuple[str, str]]) -> FixedStats:
         out = self._ask("stats", {"terms": terms})
         try:
-            freqs = [int(n) for n in out["freqs"]]
-            if len(freqs) != len(terms):
-                raise ValueError("not one count a word")
-            return FixedStats(int(out["num_docs"]), dict(zip(terms, freqs)))
+            return stats_from_json(out)
         except (KeyError, TypeError, ValueError) as exc:
             raise StoreError(f"shard {self.url}: word statistics that are not deskdex's: {exc}") from exc
 
