@@ -58,4 +58,5 @@ def remote_crawl(cfg: Config) -> RemoteCrawl | None:
 
     from .crawling import RemoteCrawl
 
-    return RemoteCrawl(broker, float(cfg["redelivery"]), Limits.from_settings(cfg))
+    return RemoteCrawl(broker, float(cfg["redelivery"]), Limits.from_settings(cfg),
+                       float(cfg["crawl.shard_timeout"]))

@@ -51,16 +51,15 @@ logger = logging.getLogger(__name__)
 
 PREFIX = "deskdex:crawl:"
 T = TypeVar("T")
-# A shard of a crawl with nothing left, and no other shard running or done: it ends after this long
-# rather than wait for ever (`deskdex crawl --shard 0/2 --broker` run alone).
-ALONE_WAIT = 60.0
 
 
 class RemoteCrawl:
     """webcrawl.crawler.Remote through the broker ``broker``; ``close()`` when the crawls are done."""
 
-    def __init__(self, broker: str, redelivery: float, limits: Limits) -> None:
+    def __init__(self, broker: str, redelivery: float, limits: Limits, shard_timeout: float = 120.0) -> None:
         self.broker, self.redelivery, self.limits = broker, redelivery, limits
+        self.shard_timeout = max(1.0, shard_timeout)  # the setting crawl.shard_timeout
+        self._groups: list[Group] = []
         self._app = make_app(broker, redelivery)
         self._redis = redis_client(broker)
         self._reply = f"deskdex:reply:{uuid.uuid4().hex}"
@@ -74,6 +73,8 @@ class RemoteCrawl:
         import redis
 
         self._closed.set()
+        for group in self._groups:
+            group.stop()
         self._listener.join(10)
         try:
             self._redis.delete(self._reply)
@@ -84,7 +85,11 @@ class RemoteCrawl:
 
     def journal(self, settings: CrawlSettings) -> RedisJournal:
         i, n = settings.shard
-        group = Group(self._redis, group_id(settings), i, n) if n > 1 else None
+        group = None
+        if n > 1:
+            journals = [_journal_keys(crawl_id(settings, k)) for k in range(n)]
+            group = Group(self._redis, group_id(settings), i, n, journals, self.shard_timeout)
+            self._groups.append(group)
         return RedisJournal(self._redis, crawl_id(settings), self.broker, group)
 
     def fetcher(self, crawler: Crawler) -> Fetcher:
@@ -192,9 +197,16 @@ def _answer(answer: dict[str, Any]) -> FetchedPage:
         raise FetchError("bad_answer", f"a worker's answer that is not deskdex's: {exc}") from exc
 
 
-def crawl_id(settings: CrawlSettings) -> str:
-    """The same crawl asked for again (its seeds, scope and shard) has the same id."""
-    return _digest(settings, list(settings.shard))
+def crawl_id(settings: CrawlSettings, shard: int | None = None) -> str:
+    """The same crawl asked for again (its seeds, scope and shard) has the same id; with ``shard``,
+    the id of that shard of it."""
+    i, n = settings.shard
+    return _digest(settings, [i if shard is None else shard, n])
+
+
+def _journal_keys(crawl: str) -> tuple[str, str, str]:
+    """Where RedisJournal keeps crawl ``crawl``: its queued requests, seen URLs, count of pages."""
+    return (f"{PREFIX}{crawl}:queue", f"{PREFIX}{crawl}:seen", f"{PREFIX}{crawl}:pages")
 
 
 def group_id(settings: CrawlSettings) -> str:
@@ -207,50 +219,108 @@ def _digest(settings: CrawlSettings, shard: Any) -> str:
     return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
 
 
-# Idle: this shard says so, then the crawl is over when every shard has said so (or one saw it
-# over) and nothing handed over waits in an inbox: no shard has work, none can be given any.
+# Idle: this shard says so (and that it is alive), then looks at the others. A shard heard from
+# within the timeout (ARGV[3] seconds; one never heard from counts from this shard's start, ARGV[4])
+# that is busy or has links waiting keeps this one waiting. When none does, the crawl ends here: over
+# on every shard (its state deleted, a mark of the end left) when no shard is left with work, else
+# ended without the shards gone silent while busy or with links waiting: {2, shard, links, ...}.
+# KEYS: idle flags, over mark, heartbeats, the N inboxes, then every shard's journal keys.
 _IDLE = """
-if redis.call('exists', KEYS[2]) == 1 then return {1, 0} end
-redis.call('hset', KEYS[1], ARGV[1], '1')
-local flags = redis.call('hvals', KEYS[1])
-for i = 3, #KEYS do
-  if redis.call('llen', KEYS[i]) > 0 then return {0, #flags} end
+if redis.call('exists', KEYS[2]) == 1 then return {1} end
+local me, n, timeout, started = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local now = tonumber(redis.call('TIME')[1])
+redis.call('hset', KEYS[1], me, '1')
+redis.call('hset', KEYS[3], me, now)
+local left = {}
+for k = 0, n - 1 do
+  local waiting = redis.call('llen', KEYS[4 + k])
+  if k == me then
+    if waiting > 0 then return {0} end
+  else
+    local busy = waiting > 0 or redis.call('hget', KEYS[1], k) ~= '1'
+    local beat = tonumber(redis.call('hget', KEYS[3], k) or started)
+    if busy and now - beat <= timeout then return {0} end
+    if busy then table.insert(left, k); table.insert(left, waiting) end
+  end
 end
-local n = 0
-for _, v in ipairs(flags) do if v == '1' then n = n + 1 end end
-if n < tonumber(ARGV[2]) then return {0, #flags} end
+if #left > 0 then table.insert(left, 1, 2); return left end
+redis.call('del', KEYS[1], KEYS[3], unpack(KEYS, 4))
 redis.call('set', KEYS[2], '1', 'EX', 600)
-return {1, #flags}
+return {1}
 """
-# Taking what was handed over: this shard is busy again as it takes it, in the same step.
+# Reading what was handed over: this shard is busy again as it reads it, in the same step. What it
+# read leaves the inbox only with the journal's next write, which queues it (RedisJournal.durable):
+# a shard killed in between reads it again.
 _TAKE = """
-local got = redis.call('lpop', KEYS[2], 1000)
-if got then redis.call('hset', KEYS[1], ARGV[1], '0') end
+local got = redis.call('lrange', KEYS[2], 0, 999)
+if #got > 0 then redis.call('hset', KEYS[1], ARGV[1], '0') end
 return got
+"""
+# This shard is alive: the broker's clock, so that machines whose clocks differ agree.
+_BEAT = """
+local now = redis.call('TIME')[1]
+redis.call('hset', KEYS[1], ARGV[1], now)
+return now
 """
 
 
 class Group:
     """The shards of one crawl, each run by its own coordinator (``deskdex crawl --shard I/N
     --broker``), handing each other the links to their sites: an inbox (a list) per shard, an idle
-    flag per shard, and a mark that the crawl is over, under ``deskdex:crawlgroup:<id>:``."""
+    flag and a heartbeat per shard, and a mark that the crawl is over, under
+    ``deskdex:crawlgroup:<id>:``.
 
-    def __init__(self, client: Any, gid: str, shard: int, shards: int) -> None:
-        self.r, self.shard, self.shards = client, shard, shards
+    A shard not heard from for ``timeout`` seconds (killed, its machine gone, or never started) is
+    gone: the others end without it rather than wait for ever, and what was handed to it waits in
+    its inbox. A shard that ends so keeps its seen URLs, so that run again it takes up only what
+    was handed to it since; the crawl is over (and its state deleted) when the shards that are
+    left end with nothing handed over and no shard gone while it had work."""
+
+    def __init__(self, client: Any, gid: str, shard: int, shards: int, journals: list[tuple[str, str, str]],
+                 timeout: float) -> None:
+        self.r, self.shard, self.shards, self.timeout = client, shard, shards, timeout
         base = f"deskdex:crawlgroup:{gid}:"
-        self.flags, self.over = base + "idle", base + "over"
+        self.flags, self.over, self.beats = base + "idle", base + "over", base + "alive"
         self.inboxes = [f"{base}inbox:{k}" for k in range(shards)]
+        self._journals = [key for keys in journals for key in keys]
         self._idle = client.register_script(_IDLE)
         self._take = client.register_script(_TAKE)
+        self._beat = client.register_script(_BEAT)
+        self._started = 0
+        self._stop = threading.Event()
+        self._beating: threading.Thread | None = None
 
     def start(self) -> None:
-        """This shard is at work: a mark of an earlier crawl's end no longer holds."""
+        """This shard is at work: a mark of an earlier crawl's end no longer holds. It says it is
+        alive every quarter of the timeout (at most every 10 s) until ``stop``."""
         self.r.pipeline().hset(self.flags, str(self.shard), "0").delete(self.over).execute()
+        self._started = int(self._beat(keys=[self.beats], args=[self.shard]))
+        if self._beating is None:
+            self._beating = threading.Thread(target=self._beat_on, name="deskdex-crawl-shard-alive", daemon=True)
+            self._beating.start()
 
-    def idle(self) -> tuple[bool, int]:
-        """Whether the crawl is over, and how many of its shards are running or have said they are idle."""
-        over, present = self._idle(keys=[self.flags, self.over, *self.inboxes], args=[self.shard, self.shards])
-        return bool(over), int(present)
+    def _beat_on(self) -> None:
+        import redis
+
+        while not self._stop.wait(min(10.0, self.timeout / 4)):
+            try:
+                self._beat(keys=[self.beats], args=[self.shard])
+            except redis.RedisError as exc:  # the crawl itself says when the broker is gone for good
+                logger.debug("saying shard %d is alive: %s", self.shard, exc)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._beating is not None:
+            self._beating.join(10)
+
+    def idle(self) -> dict[int, int] | None:
+        """None while another shard may still hand this one work; else the shards gone while they
+        had work, with the links waiting for each (empty: the crawl is over on every shard)."""
+        got = self._idle(keys=[self.flags, self.over, self.beats, *self.inboxes, *self._journals],
+                         args=[self.shard, self.shards, self.timeout, self._started])
+        if int(got[0]) == 0:
+            return None
+        return {int(got[k]): int(got[k + 1]) for k in range(1, len(got), 2)}
 
     def take(self) -> list[bytes]:
         return list(self._take(keys=[self.flags, self.inboxes[self.shard]], args=[self.shard]) or [])
@@ -273,8 +343,10 @@ class RedisJournal:
         self.broker = broker
         self.group = group
         self._handed: dict[int, list[str]] = {}  # shard -> requests for it, since the last write
-        self._idle_since: float | None = None  # when this shard first had nothing left
-        self.seen_key, self.queue_key, self.pages_key = (f"{PREFIX}{crawl}:{k}" for k in ("seen", "queue", "pages"))
+        self._waiting = False  # this shard has nothing left, and waits for the others
+        self._taken = 0  # requests read from the inbox, not yet queued in Redis
+        self._left: dict[int, int] | None = None  # the crawl ended here: the shards gone with work, their links
+        self.queue_key, self.seen_key, self.pages_key = _journal_keys(crawl)
         # Since the last write: URLs seen, requests queued (URL -> request), requests ended. A URL is
         # in one of the last two, whichever happened last (a retry is queued again after it ended).
         self._seen: set[str] = set()
@@ -285,7 +357,7 @@ class RedisJournal:
     def _do(self, what: str, *commands: tuple[str, Any]) -> list[Any]:
         """``commands`` in one pipeline: what each gave."""
         def run() -> list[Any]:
-            pipe = self.r.pipeline(transaction=False)
+            pipe = self.r.pipeline(transaction=True)  # all or nothing: requests move from an inbox to the queue
             for name, args in commands:
                 getattr(pipe, name)(*args)
             return list(pipe.execute())
@@ -297,8 +369,9 @@ class RedisJournal:
             self._guard("joining the crawl's other shards", self.group.start)
         queued, seen, pages = self._do("reading the crawl's state", ("hgetall", (self.queue_key,)),
                                        ("smembers", (self.seen_key,)), ("get", (self.pages_key,)))
-        if not queued:
+        if not queued and (self.group is None or not seen):
             return None  # nothing left to do: a crawl that ended, or never began
+        # A shard that ended while another had work keeps its seen URLs, and takes up what was handed to it.
         reqs = _requests(queued.values())
         return {s.decode("utf-8", "surrogateescape") for s in seen}, reqs, int(pages or 0)
 
@@ -313,23 +386,25 @@ class RedisJournal:
         self._handed.setdefault(shard, []).append(_request_json(req))
         return True
 
-    def idle(self) -> bool:
+    def idle(self) -> dict[int, int] | None:
         if self.group is None:
-            return True
-        over, present = self._guard("asking whether the crawl is over", self.group.idle)
-        if over:
-            return True
-        now = time.monotonic()
-        if self._idle_since is None:
-            self._idle_since = now
-            logger.info("nothing left on shard %d of %d: waiting for the crawl's other shards (each run by "
-                        "`deskdex crawl --shard I/%d --broker ...`) to end or to hand links over",
-                        self.group.shard, self.group.shards, self.group.shards)
-        if present == 1 and now - self._idle_since > ALONE_WAIT:
-            logger.warning("no other shard of this crawl has started in %.0f s: ending shard %d alone; the links "
-                           "it handed over wait for them", ALONE_WAIT, self.group.shard)
-            return True
-        return False
+            return {}
+        g = self.group
+        left = self._guard("asking whether the crawl is over", g.idle)
+        if left is None:
+            if not self._waiting:
+                self._waiting = True
+                logger.info("nothing left on shard %d of %d: waiting for the crawl's other shards (each run by "
+                            "`deskdex crawl --shard I/%d --broker ...`) to end or to hand links over",
+                            g.shard, g.shards, g.shards)
+            return None
+        for shard, links in left.items():
+            logger.warning("shard %d of %d of this crawl has not been heard from in %.0f s (stopped, or never "
+                           "started) and had work: ending shard %d without it; %d links wait for it. Run "
+                           "`deskdex crawl ... --shard %d/%d --broker ...` to finish the crawl",
+                           shard, g.shards, g.timeout, g.shard, links, shard, g.shards)
+        self._left = left
+        return left
 
     def _guard(self, what: str, call: Callable[[], T]) -> T:
         import redis
@@ -359,15 +434,19 @@ class RedisJournal:
             commands.append(("set", (self.pages_key, self._pages)))
         if self._ended:
             commands.append(("hdel", (self.queue_key, *self._ended)))
+        if self._taken:  # the inbox's head, read at the last write; only ever appended to since
+            assert self.group is not None
+            commands.append(("ltrim", (self.group.inboxes[self.group.shard], self._taken, -1)))
         if commands:
             self._do("writing the crawl's state", *commands)
         self._seen, self._queued, self._ended, self._pages, self._handed = set(), {}, set(), None, {}
         if self.group is None:
             return []
-        taken = _requests(self._guard("taking what other shards handed over", self.group.take))
-        if taken:
-            self._idle_since = None
-        return taken
+        raw = self._guard("taking what other shards handed over", self.group.take)
+        self._taken = len(raw)
+        if raw:
+            self._waiting = False
+        return _requests(raw)
 
     def cleared(self) -> None:
         # The budget is spent and the crawl about to end: a kill before it does starts the next
@@ -376,10 +455,17 @@ class RedisJournal:
         self._do("emptying the queue", ("delete", (self.queue_key,)))
 
     def finished(self) -> None:
-        commands: list[tuple[str, Any]] = [("delete", (self.queue_key, self.seen_key, self.pages_key))]
-        if self.group is not None:  # the others see the mark of the end, which outlives this flag
-            commands += [("delete", (self.group.inboxes[self.group.shard],)),
-                         ("hdel", (self.group.flags, str(self.group.shard)))]
+        commands: list[tuple[str, Any]] = []
+        if self.group is not None:
+            g = self.group
+            g.stop()
+            if self._left is None:  # its budget spent: links handed to it are dropped, as those past a budget are
+                commands.append(("delete", (g.inboxes[g.shard],)))
+                commands.append(("hset", (g.flags, str(g.shard), "1")))
+        if self._left:  # its seen URLs and inbox kept for when the shards gone come back
+            commands.append(("delete", (self.queue_key,)))
+        else:  # over (the group's state went with the mark of the end, Group.idle), or alone
+            commands.append(("delete", (self.queue_key, self.seen_key, self.pages_key)))
         self._do("ending the crawl", *commands)
 
 

@@ -113,6 +113,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("crawl.deadline", 60.0, "Seconds one request may take in all, its whole answer included (a page that "
                                     "trickles in byte by byte fails with reason `timeout`)."),
     Setting("crawl.max_mb", 10, "Pages larger than this (MiB) are not fetched whole."),
+    Setting("crawl.shard_timeout", 120.0, "With `deskdex crawl --shard I/N --broker`: seconds after which a shard of "
+                                          "the crawl not heard from (stopped, or never started) is taken as gone: "
+                                          "the others end without it, and the links handed to it wait in Redis "
+                                          "until it is run again."),
     Setting("crawl.revisit_budget_per_day", 1000.0, "Known pages the daemon may fetch again each day to keep them fresh."),
     Setting("crawl.sites", [], "The crawls the daemon keeps fresh: tables with `url`, `scope` (host, domain or "
                                "prefix), and optional `max_pages`, `max_depth`, `topic` (`deskdex crawl add`).", dict),

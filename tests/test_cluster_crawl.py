@@ -210,6 +210,45 @@ def test_the_daemon_crawls_through_the_workers(tmp_path: Path, broker: str, work
 
 
 
+def _linked_sites(stack: Any, pages: int) -> list[SiteServer]:
+    """At least three test sites linking to each other, of both shards of two: those of the seed's
+    (the first's) shard reached from it, the others only by being handed over."""
+    from deskdex.webcrawl.urls import shard_of, site_of
+
+    sites: list[SiteServer] = []
+    while len(sites) < 3 or len({shard_of(site_of(s.url("/")), 2) for s in sites}) < 2:
+        assert len(sites) < 30
+        sites.append(stack.enter_context(SiteServer(kind="big", pages=pages, seed=len(sites))))
+    for s in sites:
+        s.links_to = [o.url("/") for o in sites if o is not s]
+    return sites
+
+
+def _shard_crawl(home: CLI, seed: str, shard: int, delay: float, broker: str) -> subprocess.Popen[str]:
+    """`deskdex crawl SEED --shard I/2 --broker` in a process of its own."""
+    return subprocess.Popen([DESKDEX, "crawl", seed, "--scope", "domain", "--allow-private", "--delay", str(delay),
+                             "--shard", f"{shard}/2", "--broker", broker, "--json"],
+                            env=dict(os.environ, DESKDEX_HOME=str(home.home), NO_COLOR="1"), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _ended(proc: subprocess.Popen[str], timeout: float = 240) -> dict[str, Any]:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err
+    return dict(json.loads(out), log=err)
+
+
+def _web_uris(homes: list[CLI]) -> list[str]:
+    return sorted(h["uri"] for home in homes for h in home.json("search", "source:web", "--limit", "500")["hits"])
+
+
+def _single(tmp_path: Path, seed: SiteServer) -> list[str]:
+    """What one machine stores crawling from ``seed``."""
+    single = _cli(tmp_path, "single", COORDINATOR)
+    _crawl(single, seed, "--scope", "domain")
+    return _web_uris([single])
+
+
 def test_shards_of_a_crawl_hand_each_other_their_links(tmp_path: Path, broker: str, workers: list[Worker]):
     """Two coordinators, `deskdex crawl --shard 0/2` and `1/2` with the same seed, each fetching the
     sites whose host hashes to it: a link to a site of the other shard is handed over through Redis,
@@ -221,33 +260,18 @@ def test_shards_of_a_crawl_hand_each_other_their_links(tmp_path: Path, broker: s
     delay = 0.05
     workers.append(Worker(tmp_path, "w1", broker, WORKER, args=("--allow-private",), concurrency=2))
     with ExitStack() as stack:
-        sites: list[SiteServer] = []
-        # Sites until the seed's shard is not the only one: the others are reached only by hand-over.
-        while len(sites) < 3 or len({shard_of(site_of(s.url("/")), 2) for s in sites}) < 2:
-            assert len(sites) < 30
-            sites.append(stack.enter_context(SiteServer(kind="big", pages=8, seed=len(sites))))
-        for s in sites:
-            s.links_to = [o.url("/") for o in sites if o is not s]
+        sites = _linked_sites(stack, 8)
         seed = sites[0].url("/")
         homes = [_cli(tmp_path, f"shard{i}", COORDINATOR) for i in range(2)]
-        procs = [subprocess.Popen([DESKDEX, "crawl", seed, "--scope", "domain", "--allow-private", "--delay", str(delay),
-                                   "--shard", f"{i}/2", "--broker", broker, "--json"],
-                                  env=dict(os.environ, DESKDEX_HOME=str(h.home), NO_COLOR="1"), cwd=ROOT,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for i, h in enumerate(homes)]
-        outs = []
-        for p in procs:
-            out, err = p.communicate(timeout=240)
-            assert p.returncode == 0, err
-            outs.append(json.loads(out))
+        procs = [_shard_crawl(h, seed, i, delay, broker) for i, h in enumerate(homes)]
+        outs = [_ended(p) for p in procs]
         gaps = [min(_gaps(s), default=1.0) for s in sites]
         for s in sites:
             s.log.clear()
-        stored = sorted(h["uri"] for home in homes for h in home.json("search", "source:web", "--limit", "500")["hits"])
-        single = _cli(tmp_path, "single", COORDINATOR)
-        _crawl(single, sites[0], "--scope", "domain")
-        expected = sorted(h["uri"] for h in single.json("search", "source:web", "--limit", "500")["hits"])
+        stored = _web_uris(homes)
+        expected = _single(tmp_path, sites[0])
     assert stored == expected and len(expected) >= 3 * 8, (len(stored), len(expected))
+    assert not any("shards_left" in o for o in outs), outs
     # Each shard stored only its own sites' pages, and both stored some.
     for i, home in enumerate(homes):
         mine = [h["uri"] for h in home.json("search", "source:web", "--limit", "500")["hits"]]
@@ -256,6 +280,119 @@ def test_shards_of_a_crawl_hand_each_other_their_links(tmp_path: Path, broker: s
     import redis
 
     assert not redis.Redis.from_url(broker).keys("deskdex:crawl:*")  # both ended: nothing left to resume
+
+
+def test_a_shard_gone_silent_does_not_hold_the_others(tmp_path: Path, broker: str, workers: list[Worker]):
+    """Shard 1 of a crawl is killed (SIGKILL) while it has work: shard 0, once it has nothing left,
+    waits the setting crawl.shard_timeout for it and no longer, ends saying shard 1 has work left,
+    and keeps what was handed to it. Each shard run again as its summary says takes up only where
+    it was: together they store what one machine stores, and the crawl's state is gone at the end."""
+    from contextlib import ExitStack
+
+    import redis
+
+    from deskdex.webcrawl.cli import format_summary
+    from deskdex.webcrawl.urls import shard_of, site_of
+
+    timeout = 4.0
+    config = COORDINATOR + f"shard_timeout = {timeout}\n"  # under COORDINATOR's [crawl]
+    workers.append(Worker(tmp_path, "w1", broker, WORKER, args=("--allow-private",), concurrency=2))
+    with ExitStack() as stack:
+        sites = _linked_sites(stack, 10)
+        # Seeded on one of shard 0's sites: shard 1's are reached only through what shard 0 hands it.
+        first_site = next(s for s in sites if shard_of(site_of(s.url("/")), 2) == 0)
+        seed = first_site.url("/")
+        homes = [_cli(tmp_path, f"shard{i}", config) for i in range(2)]
+        procs = [_shard_crawl(h, seed, i, 0.3, broker) for i, h in enumerate(homes)]
+        # Shard 1 is killed once it has fetched some of its own sites' pages, with more queued.
+        theirs = [s for s in sites if shard_of(site_of(s.url("/")), 2) == 1]
+        deadline = time.monotonic() + 120
+        while sum(1 for s in theirs for _, _, path, _ in s.log if path.startswith("/p/")) < 3:
+            assert time.monotonic() < deadline and procs[1].poll() is None, "shard 1 fetched nothing"
+            time.sleep(0.05)
+        procs[1].kill()
+        killed = time.monotonic()
+        procs[1].communicate()
+        first = _ended(procs[0])
+        waited = time.monotonic() - killed
+        assert "1" in first.get("shards_left", {}), first["log"][-3000:]
+        assert "shard 1 of this crawl went silent with work" in format_summary(first)
+        # Not before shard 1 was silent for the timeout (its last word up to a quarter of it before
+        # the kill, the broker's clock in whole seconds), and not much after.
+        assert timeout - 2.5 <= waited < timeout + 60, waited
+        r = redis.Redis.from_url(broker)
+        assert r.keys("deskdex:crawl:*"), "shard 0 kept nothing of the crawl"
+        rounds = [first]
+        left = set(first["shards_left"])
+        while left:
+            assert len(rounds) < 6, rounds
+            shard = int(min(left))
+            got = _ended(_shard_crawl(homes[shard], seed, shard, 0.05, broker))
+            rounds.append(got)
+            left = (left - {str(shard)}) | set(got.get("shards_left", {}))
+        stored = _web_uris(homes)
+        expected = _single(tmp_path, first_site)
+    assert stored == expected and len(expected) >= 3 * 10, (len(stored), len(expected))
+    for i, home in enumerate(homes):
+        mine = [h["uri"] for h in home.json("search", "source:web", "--limit", "500")["hits"]]
+        assert all(shard_of(site_of(u), 2) == i for u in mine), i
+    assert not r.keys("deskdex:crawl:*"), r.keys("deskdex:crawl:*")  # over: nothing left to resume
+    assert [k for k in r.keys("deskdex:crawlgroup:*") if not k.endswith(b":over")] == []
+
+
+def test_crawl_shards_end_without_a_silent_one_and_lose_no_handed_link(tmp_path: Path, broker: str):
+    """The shards' meeting point itself (cluster.crawling.Group through RedisJournal), on a real
+    redis-server, with a timeout of 2 s: shard 0 alone waits while shard 1 may still start, then ends
+    naming it with the link handed to it, keeping its seen URLs; shard 1 started later reads that
+    link, is killed before it wrote it into its queue, and started again reads it again; once it
+    stored it, the crawl is over on both and its state is gone. In a process of its own: on
+    pytest's path, the repository's packaging/ hides the library kombu imports."""
+    import sys
+
+    script = f"""
+import json, time, redis
+from deskdex.cluster.crawling import Group, RedisJournal, _journal_keys
+from deskdex.webcrawl.frontier import Request
+r = redis.Redis.from_url({broker!r})
+keys = [_journal_keys("c0"), _journal_keys("c1")]
+def journal(i):
+    return RedisJournal(r, f"c{{i}}", {broker!r}, Group(r, "g", i, 2, keys, 2.0))
+out = {{}}
+j0 = journal(0)
+assert j0.resume() is None
+j0.added(Request("http://zero.test/"))
+j0.hand_over(1, Request("http://one.test/"))
+assert j0.durable() == []
+out["while_it_may_start"] = j0.idle()
+time.sleep(3.5)
+out["after_the_timeout"] = j0.idle()
+j0.finished()
+out["kept"] = sorted(k.decode() for k in r.keys("deskdex:crawl:c0:*"))
+j1 = journal(1)
+assert j1.resume() is None
+out["read"] = [q.url for q in j1.durable()]
+j1.group.stop()  # killed before its next write: what it read is still in its inbox
+j1 = journal(1)
+assert j1.resume() is None
+again = j1.durable()
+out["read_again"] = [q.url for q in again]
+j1.added(again[0]); j1.done(again[0].url)
+j1.durable()
+out["ended"] = j1.idle()
+j1.finished()
+out["left"] = sorted(k.decode() for k in r.keys("deskdex:*"))
+print(json.dumps(out))
+"""
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                       env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["while_it_may_start"] is None
+    assert out["after_the_timeout"] == {"1": 1}
+    assert out["kept"] == ["deskdex:crawl:c0:seen"]
+    assert out["read"] == out["read_again"] == ["http://one.test/"]
+    assert out["ended"] == {}
+    assert out["left"] == ["deskdex:crawlgroup:g:over"]
 
 
 def test_a_forged_or_repeated_request_is_not_made(tmp_path: Path, broker: str, workers: list[Worker]):

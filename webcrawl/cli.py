@@ -220,6 +220,8 @@ def format_summary(s: dict[str, Any]) -> str:
              f"duplicates {s['duplicates']}, robots-excluded {s['robots_excluded']}, off-topic {s['off_topic']}, "
              f"failed {sum(failed.values())}"]
     lines.extend(f"  failed ({reason}): {k}" for reason, k in failed.most_common())
+    lines.extend(f"shard {k} of this crawl went silent with work ({n} links wait for it): run it again to finish "
+                 "the crawl" for k, n in s.get("shards_left", {}).items())
     return "\n".join(lines)
 
 

@@ -252,7 +252,9 @@ class Crawler:
             self.frontier.durable()  # sends what was handed over; queues what others handed here
             if self.frontier.pending() > pending:
                 return True
-            if journal.idle():
+            left = journal.idle()
+            if left is not None:
+                self.stats.shards_left = left
                 return False
             await asyncio.sleep(IDLE_POLL)
         return False

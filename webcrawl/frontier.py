@@ -67,9 +67,11 @@ class Journal(Protocol):
         """Queue ``req`` for the crawl's shard ``shard`` (sent at the next ``durable``); False
         when this journal's crawl has no other shards to hand it to."""
 
-    def idle(self) -> bool:
-        """Nothing is left here (what was stored is durable): whether the crawl is over on every
-        shard (all idle, nothing handed over and not taken)."""
+    def idle(self) -> dict[int, int] | None:
+        """Nothing is left here (what was stored is durable): None while another shard may still
+        hand this one work; else the crawl ends here, and this is the shards that had work when
+        they went silent (stopped, or never started), with the links waiting for each: empty when
+        the crawl is over on every shard (all idle, nothing handed over and not taken)."""
 
     def cleared(self) -> None:
         """Nothing is queued any more (requests under way still end with ``done``)."""

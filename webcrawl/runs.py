@@ -114,6 +114,7 @@ class CrawlRun:
                     self._crawler = None
             save_state(self.state_path, stats)
             self.total.sites.update(stats.sites)
+            self.total.shards_left.update(stats.shards_left)
             self._done.add(stats.totals())
         return self.total
 
@@ -133,7 +134,10 @@ class CrawlRun:
 
 def summary(total: CrawlStats) -> dict[str, Any]:
     """Per site and in all: what ``deskdex crawl --json`` prints, and the crawl_job op's summary."""
-    return {"sites": {k: v.to_json() for k, v in total.sites.items()}, **total.totals().to_json()}
+    out = {"sites": {k: v.to_json() for k, v in total.sites.items()}, **total.totals().to_json()}
+    if total.shards_left:
+        out["shards_left"] = {str(k): v for k, v in sorted(total.shards_left.items())}
+    return out
 
 
 def progress_of(t: SiteStats) -> dict[str, int]:

@@ -53,6 +53,9 @@ class CrawlStats:
     outcomes: dict[str, str] = field(default_factory=dict)  # url -> outcome of its last request
     feeds: dict[str, float] = field(default_factory=dict)  # feed url -> Unix time of its next poll
     started: float = field(default_factory=time.time)
+    # A shard of a crawl (--shard I/N --broker) that ended without others gone while they had work:
+    # those shards, with the links handed to each that wait for it.
+    shards_left: dict[int, int] = field(default_factory=dict)
 
     def site(self, url: str) -> SiteStats:
         return self.sites.setdefault(site_of(url), SiteStats())
