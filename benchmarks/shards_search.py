@@ -6,8 +6,10 @@ whose merged top 10 is the one index's, and the latency of each, in one process,
 The documents are `daemon_scale.py`'s generated notes (a small vocabulary, so many near-ties: a hard case
 for agreement); one home indexes them all, three homes one shard each (`deskdex index --shard I/3`).
 Queries: 30 of 1 to 3 words of the notes' vocabulary. Each shard is asked for 2 x (offset + limit) + 10 hits.
-Then the third shard is served by `deskdex serve` on 127.0.0.1 and asked over HTTP (index/remote.py): its
-answers must be the folder's, and the latency is measured again. Writes benchmarks/results/shards_search.json."""
+Then the third shard is served by `deskdex serve` on 127.0.0.1 and asked over HTTP, then HTTPS
+(index/remote.py): its answers must be the folder's, and the latency is measured again, with one RemoteShard
+kept for every search (its connections kept: a daemon) and with a new one for each search (a `deskdex search`
+process). Writes benchmarks/results/shards_search.json."""
 
 from __future__ import annotations
 
@@ -61,29 +63,8 @@ def main() -> None:
         for _ in range(2):  # the second round is the one kept: both warm
             whole = timed(lambda q: search(one, q, limit=10))
             merged = timed(lambda q: search_shards(shards, q, limit=10))
-        import socket
-
-        from deskdex.index.remote import RemoteShard
-
-        token = "benchmark-token-0123456789"
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        (work / "shard2" / "config" ).mkdir(parents=True, exist_ok=True)
-        (work / "shard2" / "config" / "config.toml").write_text(f'token = "{token}"\n')
-        server = subprocess.Popen([DESKDEX, "--home", str(work / "shard2"), "serve", "--listen", f"127.0.0.1:{port}"],
-                                  stdout=subprocess.PIPE, text=True)
-        assert server.stdout is not None and "serving" in server.stdout.readline()
-        try:
-            served = [*shards[:2], RemoteShard(f"http://127.0.0.1:{port}", token)]
-            for _ in range(2):
-                over_http = timed(lambda q: search_shards(served, q, limit=10))
-            same_served = sum([(h["uri"], round(h["score"], 4), h["snippet"]) for h in search_shards(served, q)["hits"]]
-                              == [(h["uri"], round(h["score"], 4), h["snippet"]) for h in search_shards(shards, q)["hits"]]
-                              for q in queries)
-        finally:
-            server.terminate()
-            server.wait(10)
+        served_http = _served(work, shards, queries, timed, tls=False)
+        served_https = _served(work, shards, queries, timed, tls=True)
         same = ties = 0
         for q in queries:
             whole_hits = search(one, q, limit=40, snippets=False)["hits"]
@@ -102,9 +83,7 @@ def main() -> None:
                                    "p90": round(sorted(whole)[int(0.9 * len(whole))], 1)},
                   "three_shards_ms": {"median": round(statistics.median(merged), 1),
                                       "p90": round(sorted(merged)[int(0.9 * len(merged))], 1)},
-                  "one_shard_served_same_as_folder": same_served,
-                  "one_of_three_served_ms": {"median": round(statistics.median(over_http), 1),
-                                             "p90": round(sorted(over_http)[int(0.9 * len(over_http))], 1)}}
+                  "one_of_three_served_http": served_http, "one_of_three_served_https": served_https}
         one.close()
         for s in shards:
             s.close()
@@ -114,6 +93,55 @@ def main() -> None:
     path = ROOT / "benchmarks" / "results" / "shards_search.json"
     path.write_text(json.dumps(result, indent=1) + "\n")
     print("wrote", path)
+
+
+def _figures(times: list[float]) -> dict[str, float]:
+    return {"median": round(statistics.median(times), 1), "p90": round(sorted(times)[int(0.9 * len(times))], 1)}
+
+
+def _served(work: Path, shards: list, queries: list[str], timed, tls: bool) -> dict[str, object]:
+    """The third shard served by `deskdex serve` (over HTTPS with a self-signed certificate made by
+    openssl): its answers against the folder's, and the latency of a merged search asking it with one
+    RemoteShard kept for every search (a daemon's way) and with a new one for each search (a
+    `deskdex search` process's way)."""
+    import socket
+
+    from deskdex.index.remote import RemoteShard
+    from deskdex.index.shards import search_shards
+
+    token = "benchmark-token-0123456789"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = work / "shard2" / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    settings, ca = f'token = "{token}"\n', ""
+    if tls:
+        cert, key = work / "shard.crt", work / "shard.key"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-subj", "/CN=deskdex benchmark", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-days", "1", "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+        settings += f'tls_cert = "{cert}"\ntls_key = "{key}"\n'
+        ca = str(cert)
+    (config / "config.toml").write_text(settings)
+    server = subprocess.Popen([DESKDEX, "--home", str(work / "shard2"), "serve", "--listen", f"127.0.0.1:{port}"],
+                              stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None and "serving" in server.stdout.readline()
+    url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+    try:
+        kept = RemoteShard(url, token, ca)
+        served = [*shards[:2], kept]
+        for _ in range(2):
+            kept_ms = timed(lambda q: search_shards(served, q, limit=10))
+            new_ms = timed(lambda q: search_shards([*shards[:2], RemoteShard(url, token, ca)], q, limit=10))
+        same = sum([(h["uri"], round(h["score"], 4), h["snippet"]) for h in search_shards(served, q)["hits"]]
+                   == [(h["uri"], round(h["score"], 4), h["snippet"]) for h in search_shards(shards, q)["hits"]]
+                   for q in queries)
+        kept.close()
+    finally:
+        server.terminate()
+        server.wait(10)
+    return {"same_as_folder": same, "kept_ms": _figures(kept_ms), "new_each_search_ms": _figures(new_ms)}
 
 
 if __name__ == "__main__":

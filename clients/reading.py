@@ -172,13 +172,16 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _shard_status(where: str, token: str, ca: str) -> dict[str, Any]:
     """A shard's size: read from its folder, or asked of the machine that serves it."""
+    from contextlib import closing
+
     from deskdex.errors import StoreError
     from deskdex.index.remote import RemoteShard
     from deskdex.index.shards import data_dir_of
 
     if where.startswith(("http://", "https://")):
         try:
-            return {"documents": RemoteShard(where, token, ca).stats([]).num_docs, "served": True}
+            with closing(RemoteShard(where, token, ca)) as shard:
+                return {"documents": shard.stats([]).num_docs, "served": True}
         except StoreError as exc:
             return {"note": str(exc)}
     return {k: v for k, v in _status_from_index(data_dir_of(where), False).items()

@@ -19,6 +19,7 @@ from deskdex.converters.ocr import state as ocr_state
 from deskdex.errors import BadArgs
 from deskdex.index import reports
 from deskdex.index.shards import open_shards, search_shards
+from deskdex.index.remote import RemoteShard
 from deskdex.index.access import EVERYONE
 from deskdex.index.readable import ReadableClusters, may_read
 from deskdex.paths import at_or_under
@@ -36,6 +37,8 @@ class Ops:
         self.daemon = daemon
         self._counts: tuple[str | None, dict[str, Any], dict[str, int]] | None = None
         self._counts_for: dict[int, tuple[str | None, dict[str, Any]]] = {}  # another user's, by uid
+        # Served shards (the setting shards), kept with their connections between searches.
+        self._served: dict[tuple[str, str, str], RemoteShard] = {}
 
     def handlers(self) -> dict[str, Callable[[Request], Any]]:
         """The server's table: every op of the protocol, each given the checked request."""
@@ -122,7 +125,7 @@ class Ops:
         reader_uid = self._reader_uid(req.peer)
         with self.daemon.reading() as reader, ExitStack() as stack:
             shards = open_shards(stack, self.daemon.cfg["shards"], self.daemon.cfg["token"],
-                                 self.daemon.cfg["tls_ca"])
+                                 self.daemon.cfg["tls_ca"], self._served)
             return search_shards([reader, *shards], a["query"], limit=a["limit"], offset=a["offset"], sort=a["sort"],
                                  collapse=not a["all"], reader=reader_uid, snippets=a["snippets"],
                                  similar=a["similar"])

@@ -6,11 +6,12 @@ search that left a shard out would look complete)."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import ssl
-import urllib.error
-import urllib.request
+import threading
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from deskdex.errors import QueryError, StoreError
 
@@ -22,35 +23,84 @@ if TYPE_CHECKING:
 
 TIMEOUT = 10.0  # seconds for one answer: a shard slower than this fails the search, saying which
 MAX_ANSWER = 64 << 20  # bytes: a page of hits with their explanations is far less
+KEPT = 4  # idle connections kept to one shard: searches running at once in a daemon
 
 
 class RemoteShard:
+    """A served shard. Its connections are kept between questions and searches (a search asks
+    three; with HTTPS each new one is a handshake): ``close()`` ends them."""
+
     def __init__(self, url: str, token: str, ca: str = "") -> None:
         self.url = url.rstrip("/")
         self.token = token
         self.ca = ca  # the certificates an https:// shard is checked against (the setting tls_ca); "": the system's
+        self._idle: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+        self._tls: ssl.SSLContext | None = None  # made once: loading the certificates costs milliseconds
 
     def __repr__(self) -> str:
         return f"RemoteShard({self.url!r})"
 
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def _connect(self) -> http.client.HTTPConnection:
+        parts = urlsplit(self.url)
+        if parts.scheme == "https":
+            if self._tls is None:
+                self._tls = ssl.create_default_context(cafile=self.ca or None)
+            return http.client.HTTPSConnection(parts.hostname or "", parts.port, timeout=TIMEOUT, context=self._tls)
+        return http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=TIMEOUT)
+
+    def _exchange(self, what: str, body: bytes) -> tuple[int, bytes]:
+        """One question's status and answer, on a kept connection if there is one. A kept one the
+        server has closed meanwhile (it ends those idle for a while) is replaced once: every
+        question is a read, safe to ask again."""
+        with self._lock:
+            kept = self._idle.pop() if self._idle else None
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self.token}"}
+        path = (urlsplit(self.url).path or "") + "/" + what
+        while True:
+            conn = kept or self._connect()
+            try:
+                conn.request("POST", path, body, headers)
+                answer = conn.getresponse()
+                data = answer.read(MAX_ANSWER + 1)
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                conn.close()
+                if kept is None:
+                    raise
+                kept = None
+                continue
+            except BaseException:
+                conn.close()
+                raise
+            put_back = False
+            if not answer.will_close and answer.isclosed():  # read to its end, and left open by the server
+                with self._lock:
+                    if len(self._idle) < KEPT:
+                        self._idle.append(conn)
+                        put_back = True
+            if not put_back:
+                conn.close()
+            return answer.status, data
+
     def _ask(self, what: str, body: dict[str, Any]) -> dict[str, Any]:
         if not self.token:
             raise StoreError(f"shard {self.url}: no token to ask it with (the setting token)")
-        req = urllib.request.Request(f"{self.url}/{what}", data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json",
-                                              "Authorization": f"Bearer {self.token}"})
         try:
-            tls = ssl.create_default_context(cafile=self.ca or None) if self.url.startswith("https:") else None
-            with urllib.request.urlopen(req, timeout=TIMEOUT, context=tls) as answer:
-                data = answer.read(MAX_ANSWER + 1)
-        except urllib.error.HTTPError as exc:
-            detail = _error_of(exc)
-            if exc.code == 400 and detail.get("code") == "bad_query":
-                raise QueryError(str(detail.get("message")), int(detail.get("position", 0))) from exc
-            reason = "refused the token" if exc.code in (401, 403) else f"answered {exc.code}"
-            raise StoreError(f"shard {self.url} {reason}: {detail.get('message', exc.reason)}") from exc
-        except (OSError, ValueError) as exc:  # URLError, a timeout, a refused connection, a bad URL
+            status, data = self._exchange(what, json.dumps(body).encode())
+        except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, a timeout, TLS, a bad URL
             raise StoreError(f"shard {self.url} cannot be reached: {exc}") from exc
+        if status != 200:
+            detail = _error_of(data)
+            if status == 400 and detail.get("code") == "bad_query":
+                raise QueryError(str(detail.get("message")), int(detail.get("position", 0)))
+            reason = "refused the token" if status in (401, 403) else f"answered {status}"
+            raise StoreError(f"shard {self.url} {reason}: {detail.get('message', http.client.responses.get(status, ''))}")
         if len(data) > MAX_ANSWER:
             raise StoreError(f"shard {self.url}: an answer over {MAX_ANSWER >> 20} MiB")
         try:
@@ -108,9 +158,9 @@ def _hit(h: Any) -> SearchHit:
     return h  # type: ignore[return-value]
 
 
-def _error_of(exc: urllib.error.HTTPError) -> dict[str, Any]:
+def _error_of(data: bytes) -> dict[str, Any]:
     try:
-        detail = json.loads(exc.read(65536))
+        detail = json.loads(data[:65536])
         return detail if isinstance(detail, dict) else {}
-    except (OSError, ValueError):
+    except ValueError:
         return {}

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from deskdex.errors import StoreError
@@ -54,16 +54,24 @@ def data_dir_of(path: str) -> str:
     return path
 
 
-def open_shards(stack: ExitStack, paths: Sequence[str], token: str = "", ca: str = "") -> list[Collection | RemoteShard]:
+def open_shards(stack: ExitStack, paths: Sequence[str], token: str = "", ca: str = "",
+                served: dict[tuple[str, str, str], RemoteShard] | None = None) -> list[Collection | RemoteShard]:
     """The shards of ``paths``, read-only, closed with ``stack``: a folder is opened here, an
     ``http(s)://`` URL is a shard served elsewhere (``deskdex serve``), asked with ``token`` (an
-    https:// one checked against the certificates of ``ca``, or the system's). A
+    https:// one checked against the certificates of ``ca``, or the system's), and taken from
+    ``served`` when given (a daemon's, kept between searches with their connections). A
     shard that cannot be opened (not indexed yet, not mounted) raises StoreError naming it: a
     search that silently left a third of the documents out would look complete."""
     out: list[Collection | RemoteShard] = []
     for p in paths:
         if p.startswith(("http://", "https://")):
-            out.append(RemoteShard(p, token, ca))
+            if served is None:
+                out.append(stack.enter_context(closing(RemoteShard(p, token, ca))))
+            else:
+                key = (p, token, ca)  # a changed setting makes another
+                if key not in served:
+                    served[key] = RemoteShard(p, token, ca)
+                out.append(served[key])
             continue
         where = data_dir_of(p)
         try:

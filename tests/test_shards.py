@@ -204,26 +204,41 @@ TOKEN = "a-test-token-of-some-length"
 class Served:
     """`deskdex serve` of a home on a free port of 127.0.0.1, its output in a file."""
 
-    def __init__(self, cli: CLI) -> None:
+    def __init__(self, cli: CLI, verbose: bool = False) -> None:
         import socket
-        import subprocess
-        import time
-
-        from .conftest import DESKDEX, ROOT
 
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = int(s.getsockname()[1])
         tls = "tls_cert" in (cli.home / "config" / "config.toml").read_text()
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+        self.home, self.verbose = cli.home, verbose
         self.log = cli.home / "serve.log"
-        with open(self.log, "w") as log:
-            self.proc = subprocess.Popen([DESKDEX, "--home", str(cli.home), "serve", "--listen", f"127.0.0.1:{self.port}"],
+        self.log.write_text("")
+        self.start()
+
+    def start(self) -> None:
+        """Started (again, on the same port), once it says it serves."""
+        import subprocess
+        import time
+
+        from .conftest import DESKDEX, ROOT
+
+        started = self.log.read_text().count("serving")
+        with open(self.log, "a") as log:
+            self.proc = subprocess.Popen([DESKDEX, "--home", str(self.home), "serve", "--listen",
+                                          f"127.0.0.1:{self.port}", *(["-v"] if self.verbose else [])],
                                          stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         deadline = time.monotonic() + 30
-        while "serving" not in self.log.read_text():
+        while self.log.read_text().count("serving") == started:
             assert self.proc.poll() is None and time.monotonic() < deadline, self.log.read_text()
             time.sleep(0.05)
+
+    def connections(self) -> list[int]:
+        """The client port of each question asked so far (its -v log): one port, one connection."""
+        import re
+
+        return [int(m) for m in re.findall(r'127\.0\.0\.1:(\d+) "POST /(?:stats|search|snippets) ', self.log.read_text())]
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -332,6 +347,70 @@ def test_a_daemon_with_listen_serves_its_index(tmp_path: Path):
         assert all("agoon" in h["snippet"] for h in hits)
     finally:
         daemon.stop()
+
+
+def test_a_served_shard_keeps_its_connections(tmp_path: Path):
+    """The searching side keeps its connections to a served shard: a search's three questions go
+    over one connection, and a daemon's searches over the one it kept. A shard restarted meanwhile
+    (the kept connection dead) is asked again on a new one, and the search goes on. A refusal before
+    the request's body is read ends its connection; an answer keeps it."""
+    import http.client
+
+    from .daemon_fixture import DaemonProcess
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(3):
+        (docs / f"lagoon{i}.txt").write_text(f"Lagoon survey {i}: " + " ".join(random.Random(i).choice(WORDS)
+                                                                                for _ in range(80)))
+    shard = _home(tmp_path, "shard", f'token = "{TOKEN}"\n')
+    shard.run("index", str(docs))
+    served = Served(shard, verbose=True)
+    config = f'shards = ["{served.url}"]\ntoken = "{TOKEN}"\n'
+
+    def found(cli: CLI) -> list[str]:
+        hits = cli.json("search", "lagoon", "survey")["hits"]
+        assert all("agoon" in h["snippet"] for h in hits)
+        return sorted(Path(h["path"]).name for h in hits)
+
+    try:
+        (tmp_path / "empty").mkdir()
+        alone = _home(tmp_path, "alone", config)  # no daemon: the command asks the shard itself
+        alone.run("index", str(tmp_path / "empty"))
+        assert found(alone) == ["lagoon0.txt", "lagoon1.txt", "lagoon2.txt"]
+        one_search = served.connections()
+        assert len(one_search) == 3 and len(set(one_search)) == 1, one_search
+
+        daemon = DaemonProcess(tmp_path / "front", [tmp_path / "empty"], extra_config=config)
+        daemon.start()
+        try:
+            front = CLI(daemon.home)
+            for _ in range(3):
+                assert found(front) == ["lagoon0.txt", "lagoon1.txt", "lagoon2.txt"]
+            by_daemon = served.connections()[3:]
+            assert len(by_daemon) == 9 and len(set(by_daemon)) == 1, by_daemon
+            served.stop()
+            served.start()
+            assert found(front) == ["lagoon0.txt", "lagoon1.txt", "lagoon2.txt"]
+            after = served.connections()[12:]
+            assert len(after) == 3 and len(set(after)) == 1 and after[0] not in by_daemon, after
+        finally:
+            daemon.stop()
+
+        conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
+        try:
+            question = json.dumps({"terms": [["body", "lagoon"]]}).encode()
+            conn.request("POST", "/stats", question, {"Authorization": f"Bearer {TOKEN}"})
+            answer = conn.getresponse()
+            assert answer.status == 200 and json.loads(answer.read())["num_docs"] == 3 and not answer.will_close
+            conn.request("POST", "/stats", question, {"Authorization": "Bearer not-the-token-at-all"})
+            answer = conn.getresponse()
+            answer.read()
+            assert answer.status == 401 and answer.will_close and answer.getheader("Connection") == "close"
+        finally:
+            conn.close()
+    finally:
+        served.stop()
 
 
 def test_two_daemons_keep_a_sharded_collection(tmp_path: Path):
