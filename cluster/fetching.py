@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import threading
 from typing import Any
@@ -47,6 +48,12 @@ def fetch_key(task_id: str) -> str:
     return f"deskdex:fetch:{task_id}"
 
 
+@functools.lru_cache(maxsize=1)
+def _taker(client: Any) -> Any:
+    """_TAKE on ``client``, asked for by its digest (EVALSHA), not sent whole with every request."""
+    return client.register_script(_TAKE)
+
+
 def fetch_task(task: Any, request: dict[str, Any], reply: str) -> None:
     """The task: fetch, convert, push the result to ``reply`` (before the task is acknowledged)."""
     try:
@@ -55,7 +62,7 @@ def fetch_task(task: Any, request: dict[str, Any], reply: str) -> None:
         logger.error("dropped a task that is not deskdex's: %s", exc)  # acknowledged: it can never succeed
         return
     assert STATE.redis is not None
-    if not STATE.redis.eval(_TAKE, 1, fetch_key(task.request.id)):
+    if not _taker(STATE.redis)(keys=[fetch_key(task.request.id)]):
         logger.info("dropped a request already made, or given up by its coordinator: %s", job.req.url)
         return
     if job.settings.allow_private and not STATE.allow_private:

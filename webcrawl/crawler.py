@@ -22,7 +22,7 @@ from .focus import TopicClassifier
 from .frontier import Frontier, Journal, Limits, Request
 from .links import extract
 from .robots import RobotsCache
-from .sink import FetchedPage, KnownPage, PageSink
+from .sink import CommittingSink, FetchedPage, KnownPage, PageSink
 from .stats import CrawlStats
 from .urls import in_scope, normalise, shard_of, site_of
 
@@ -88,7 +88,9 @@ class Crawler:
         self.dns = DNSCache(settings.fetch.dns_ttl, settings.fetch.allow_private)
         self.harvest = [0, 0]  # on-topic pages, pages classified
         self._pages = 0
-        self._commits: int | None = getattr(sink, "commits", None)
+        # A sink that commits: the journal forgets requests at its commits (others store for good at once).
+        self._committing: CommittingSink | None = sink if isinstance(sink, CommittingSink) else None
+        self._commits: int | None = self._committing.commits if self._committing is not None else None
         self._started_sites: set[str] = set()
         self._sink_thread = ThreadPoolExecutor(1, thread_name_prefix="deskdex-sink")
         self.stopped = False  # stop() was called: the crawl ended early
@@ -260,18 +262,16 @@ class Crawler:
         return False
 
     def _commit(self) -> None:
-        """What the sink stored, made durable (a sink with a ``commit``; one without stores for good at once)."""
-        commit = getattr(self.sink, "commit", None)
-        if commit is not None:
-            commit()
-            self._commits = getattr(self.sink, "commits", None)
+        """What the sink stored, made durable."""
+        if self._committing is not None:
+            self._committing.commit()
+            self._commits = self._committing.commits
 
     async def _put(self, page: FetchedPage) -> str:
         # Conversion can take a while: one thread keeps the event loop fetching and the sink single-threaded.
         result = await asyncio.get_running_loop().run_in_executor(self._sink_thread, self.sink.put_page, page)
-        # The requests that ended before this page was stored are in the sink's commit, when it made
-        # one (a sink that says nothing of commits stores for good at once).
-        commits = getattr(self.sink, "commits", None)
+        # The requests that ended before this page was stored are in the sink's commit, when it made one.
+        commits = self._committing.commits if self._committing is not None else None
         if commits is None or commits != self._commits:
             self._commits = commits
             self.frontier.durable()

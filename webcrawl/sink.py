@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Protocol, runtime_checkable
 
 from deskdex.index.checksums import normalise
 
@@ -75,6 +75,14 @@ class PageSink(Protocol):
         """Every known page, for revisit scheduling and for freshness in ``crawl status``."""
 
 
+@runtime_checkable
+class CommittingSink(PageSink, Protocol):
+    """A sink whose pages are durable only once it commits (an index); other sinks store for good at once."""
+
+    commits: int  # commits made so far: a crawl's journal forgets a request once a commit holds its page
+
+    def commit(self) -> None:
+        """Make every page stored so far durable."""
 
 
 def shingles(text: str, n: int = 4) -> set[int]:
