@@ -89,7 +89,7 @@ class RemoteCrawl:
         if n > 1:
             journals = [_journal_keys(crawl_id(settings, k)) for k in range(n)]
             group = Group(self._redis, group_id(settings), i, n, journals, self.shard_timeout)
-            self._groups.append(group)
+            self._groups = [g for g in self._groups if not g.stopped()] + [group]  # a daemon runs many crawls
         return RedisJournal(self._redis, crawl_id(settings), self.broker, group)
 
     def fetcher(self, crawler: Crawler) -> Fetcher:
@@ -312,6 +312,9 @@ class Group:
         self._stop.set()
         if self._beating is not None:
             self._beating.join(10)
+
+    def stopped(self) -> bool:
+        return self._stop.is_set()
 
     def idle(self) -> dict[int, int] | None:
         """None while another shard may still hand this one work; else the shards gone while they
