@@ -146,6 +146,8 @@ def _handler(server: ShardServer) -> type[BaseHTTPRequestHandler]:
             what = self.path.strip("/")
             if what not in ("stats", "search", "snippets"):
                 return self._send(404, {"message": f"no such question: {self.path}"}, close=True)
+            if "Transfer-Encoding" in self.headers:  # a body this server does not read: it would be the next request
+                return self._send(411, {"message": "a request with Content-Length"}, close=True)
             try:
                 length = int(self.headers.get("Content-Length", "0"))
             except ValueError:

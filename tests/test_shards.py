@@ -407,6 +407,16 @@ def test_a_served_shard_keeps_its_connections(tmp_path: Path):
             answer = conn.getresponse()
             answer.read()
             assert answer.status == 401 and answer.will_close and answer.getheader("Connection") == "close"
+            conn.close()
+            # A chunked body is not read: refused, and the connection ended rather than read it as a request.
+            conn.putrequest("POST", "/stats")
+            conn.putheader("Authorization", f"Bearer {TOKEN}")
+            conn.putheader("Transfer-Encoding", "chunked")
+            conn.endheaders()
+            conn.send(b"5\r\nhello\r\n0\r\n\r\n")
+            answer = conn.getresponse()
+            answer.read()
+            assert answer.status == 411 and answer.will_close
         finally:
             conn.close()
     finally:
