@@ -56,9 +56,10 @@ class RemoteShard:
         return http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=TIMEOUT)
 
     def _exchange(self, what: str, body: bytes) -> tuple[int, bytes]:
-        """One question's status and answer, on a kept connection if there is one. A kept one the
-        server has closed meanwhile (it ends those idle for a while) is replaced once: every
-        question is a read, safe to ask again."""
+        """One question's status and answer, on a kept connection if there is one. A kept one that
+        fails (the server ended it, idle for a while, or was restarted: a reset, an EOF, a TLS
+        EOF) is replaced once: every question is a read, safe to ask again. A timeout is not asked
+        again: the shard is slow, not gone."""
         with self._lock:
             kept = self._idle.pop() if self._idle else None
         headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self.token}"}
@@ -69,7 +70,10 @@ class RemoteShard:
                 conn.request("POST", path, body, headers)
                 answer = conn.getresponse()
                 data = answer.read(MAX_ANSWER + 1)
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+            except TimeoutError:
+                conn.close()
+                raise
+            except (OSError, http.client.HTTPException):
                 conn.close()
                 if kept is None:
                     raise

@@ -516,6 +516,17 @@ def test_a_shard_served_over_https(tmp_path: Path):
 
         with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
             urllib.request.urlopen(urllib.request.Request(plain + "/stats", data=b"{}", method="POST"), timeout=5)
+
+        # A kept TLS connection whose server was restarted (ended without TLS's goodbye: an EOF the
+        # protocol forbids) is replaced, and the question answered: as a daemon's next search asks.
+        from deskdex.index.remote import RemoteShard
+
+        remote = RemoteShard(served.url, TOKEN, str(cert))
+        held = remote.stats([]).num_docs
+        served.stop()
+        served.start()
+        assert remote.stats([]).num_docs == held > 0
+        remote.close()
     finally:
         served.stop()
     # A certificate that cannot be read: serving refuses to start, saying which setting.
