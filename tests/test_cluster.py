@@ -309,6 +309,41 @@ def test_the_daemon_coordinates_and_waits_out_a_lost_broker(tmp_path: Path, redi
         daemon.stop()
 
 
+def test_a_shard_daemon_hands_its_conversions_to_workers(tmp_path: Path, broker: str, workers: list[Worker]):
+    """The settings shard and broker together: a daemon that keeps shard 1 of 2 of a share holds
+    its folders' files only, converted by the worker, on start and as files are saved."""
+    from deskdex.webcrawl.urls import shard_of
+
+    from .daemon_fixture import DaemonProcess
+
+    docs = tmp_path / "docs"
+    for k in range(8):
+        (docs / f"folder{k}").mkdir(parents=True)
+        for j in range(2):
+            (docs / f"folder{k}" / f"note{j}.txt").write_text(f"Puffin note {k}.{j}. " + text(100 * k + j, 40))
+    mine = sorted(str(p) for p in docs.rglob("*.txt") if shard_of(str(p.parent), 2) == 1)
+    assert mine and len(mine) < 16
+    workers.append(Worker(tmp_path, "w1", broker, verbose=True))
+    daemon = DaemonProcess(tmp_path / "shard1", [docs], extra_config=f'shard = "1/2"\nbroker = "{broker}"\n')
+    daemon.start()
+    try:
+        assert sorted(daemon.search("puffin")) == mine
+        def converted() -> int:  # conversion tasks the worker made (its log is verbose: a line for each)
+            return sum(1 for line in workers[0].log.read_text().splitlines()
+                       if "Task deskdex.convert[" in line and " succeeded in " in line)
+
+        at_start = converted()
+        assert at_start > 0
+        theirs = next(f for f in sorted(docs.iterdir()) if shard_of(str(f), 2) == 0)
+        ours = next(f for f in sorted(docs.iterdir()) if shard_of(str(f), 2) == 1)
+        (theirs / "saved.txt").write_text("Puffin saved in the other shard's folder, with the word guillemot.")
+        (ours / "saved.txt").write_text("Puffin saved in this shard's folder, with the word guillemot.")
+        daemon.eventually("guillemot", [str(ours / "saved.txt")])
+        assert converted() > at_start  # the worker converted it
+    finally:
+        daemon.stop()
+
+
 def test_a_worker_with_folders_reads_nothing_else(tmp_path: Path, broker: str, workers: list[Worker]):
     """Whoever can write to the broker names the paths a worker reads: a worker whose setting
     folders is set refuses any other, through a symbolic link out of them too."""
