@@ -251,8 +251,11 @@ def test_connections_per_user_and_in_all(tmp_path, monkeypatch):
         held.pop().close()  # one leaves: room again
         for _ in range(100):
             s = _connect(srv.path)
-            s.sendall(b'{"op":"status"}\n')
-            got = _code(s.makefile("rb").readline())
+            try:
+                s.sendall(b'{"op":"status"}\n')
+                got = _code(s.makefile("rb").readline())
+            except (BrokenPipeError, ConnectionResetError):  # answered busy and closed before the request went
+                got = None
             if got == "ok":
                 held.append(s)
                 break
