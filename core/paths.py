@@ -16,6 +16,10 @@ import sys
 
 from .errors import ConfigError
 
+TYPE_CHECKING = False  # typing itself is not imported: see above
+if TYPE_CHECKING:
+    from collections.abc import Container
+
 APP = "deskdex"
 ENV = "DESKDEX_HOME"  # one folder for config, data and socket
 SOCKET_NAME = "deskdex.sock"
@@ -25,6 +29,20 @@ SYSTEM_CONFIG, SYSTEM_DATA, SYSTEM_RUNTIME = "/etc/deskdex", "/var/lib/deskdex",
 def at_or_under(path: str, folder: str) -> bool:
     """Whether ``path`` is ``folder`` or lies below it (``/a/bc`` is not below ``/a/b``)."""
     return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def folder_of(path: str, folders: Container[str]) -> str | None:
+    """The deepest of ``folders`` that ``path`` is at or under, or None. ``folders`` holds
+    absolute paths without a trailing "/" (``"/"`` itself aside), e.g. a set: each folder above
+    ``path`` is looked up in it, so any number of folders costs the depth of ``path``, where a
+    test of each folder in turn (or a SQL condition with a term per folder, which SQLite refuses
+    past about 500: "Expression tree is too large") grows with their number."""
+    while True:
+        if path in folders:
+            return path
+        if path == "/" or "/" not in path:
+            return None
+        path = path.rsplit("/", 1)[0] or "/"
 
 
 class Home:

@@ -28,6 +28,7 @@ import zstandard
 
 from deskdex.converters.source import path_to_uri
 from deskdex.errors import IndexMissing, StoreError
+from deskdex.paths import folder_of
 
 from .storeerrors import from_sqlite, translated
 
@@ -352,16 +353,23 @@ class Catalog:
     def scheduled_retries(self, under: Iterable[str] | None = None) -> list[tuple[str, str, float]]:
         """(uri, path, retry_at) of every failure to be tried again, of the files at or under the
         paths ``under`` (None: everywhere)."""
-        where, args = _at_or_under(under)
-        return self.db.execute(f"SELECT uri, path, retry_at FROM docs WHERE retry_at IS NOT NULL{where}",
-                               args).fetchall()
+        rows = self.db.execute("SELECT uri, path, retry_at FROM docs WHERE retry_at IS NOT NULL").fetchall()
+        if under is None:
+            return rows
+        # Filtered here, not by a condition per folder: SQLite refuses one with thousands of
+        # terms, and an enterprise server watches a home per account. The rows come from the
+        # retry_at index (failures to try again are few).
+        folders = _folder_set(under)
+        return [r for r in rows if folder_of(r[1], folders) is not None]
 
     def retry_now(self, under: Iterable[str] | None = None, now: float = 0.0) -> int:
         """Make the failures to be tried again at or under ``under`` (None: all) due at ``now``."""
-        where, args = _at_or_under(under)
         self.begin()
-        return self.db.execute(f"UPDATE docs SET retry_at=? WHERE retry_at IS NOT NULL{where}",
-                               [now, *args]).rowcount
+        if under is None:
+            return self.db.execute("UPDATE docs SET retry_at=? WHERE retry_at IS NOT NULL", (now,)).rowcount
+        uris = [uri for uri, _, _ in self.scheduled_retries(under)]
+        self.db.executemany("UPDATE docs SET retry_at=? WHERE uri=?", ((now, uri) for uri in uris))
+        return len(uris)
 
     def set_retry(self, uri: str, retry_at: float) -> None:
         self.begin()
@@ -418,8 +426,10 @@ class Catalog:
     # -- statistics --------------------------------------------------------------------------
     def counts(self) -> dict[str, object]:
         total = self.db.execute("SELECT count(*) FROM docs WHERE status='ok'").fetchone()[0]
+        # A file a limit cut short (reason "partial", index/collection.py) is indexed and counted
+        # with the failures too: what it left out failed.
         failed = dict(self.db.execute(
-            "SELECT reason, count(*) FROM docs WHERE status='failed' GROUP BY reason").fetchall())
+            "SELECT reason, count(*) FROM docs WHERE status='failed' OR reason='partial' GROUP BY reason").fetchall())
         texts, raw = self.db.execute("SELECT count(*), coalesce(sum(size),0) FROM texts").fetchone()
         return {"documents": total, "failed": sum(failed.values()), "failed_by_reason": failed,
                 "texts": texts, "text_bytes": raw}
@@ -431,7 +441,8 @@ class Catalog:
                     "(SELECT 1 FROM json_each(readers, '$.uids') WHERE value = ?))")
         total = self.db.execute(f"SELECT count(*) FROM docs WHERE status='ok' AND {readable}", (uid,)).fetchone()[0]
         failed = dict(self.db.execute(
-            f"SELECT reason, count(*) FROM docs WHERE status='failed' AND {readable} GROUP BY reason", (uid,)).fetchall())
+            f"SELECT reason, count(*) FROM docs WHERE (status='failed' OR reason='partial') AND {readable} "
+            "GROUP BY reason", (uid,)).fetchall())
         return {"documents": total, "failed": sum(failed.values()), "failed_by_reason": failed}
 
     def retries(self) -> dict[str, object]:
@@ -451,14 +462,6 @@ class Catalog:
         return r[0] if r else None
 
 
-def _at_or_under(paths: Iterable[str] | None) -> tuple[str, list[object]]:
-    """A condition (`` AND (...)``, or nothing for None) on ``path``: at or under one of ``paths``."""
-    if paths is None:
-        return "", []
-    terms: list[str] = []
-    args: list[object] = []
-    for p in paths:
-        prefix = p.rstrip("/") + "/"
-        terms.append("path = ? OR (path >= ? AND path < ?)")
-        args += [p, prefix, prefix[:-1] + "0"]
-    return (" AND (" + " OR ".join(terms) + ")" if terms else " AND 0"), args
+def _folder_set(paths: Iterable[str]) -> set[str]:
+    """``paths`` as ``folder_of`` looks them up: without a trailing "/"."""
+    return {p.rstrip("/") or "/" for p in paths}

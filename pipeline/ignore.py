@@ -32,7 +32,7 @@ class Rules:
 
     def __init__(self, root: str, patterns: Iterable[str] = ()) -> None:
         self.root = os.path.abspath(root)
-        self.base = Excluder(patterns)
+        self.base = Excluder.shared(patterns)  # one for every root: the same patterns
         self._specs: dict[str, Spec | None] = {}
         self._lock = threading.Lock()  # the watcher's thread and a scan may ask at once
 

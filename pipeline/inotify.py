@@ -14,6 +14,10 @@ so never indexed, for as long as the daemon ran; each was found by benchmarks/li
    events behind it for 0.5 s) hid everything in it. It is listed when the event is read instead,
    in the order of the events.
 
+Below a watched folder, pseudo file systems (/proc, /sys...: pipeline/mounts.py) are not watched.
+Every watched folder shares one emitter, one queue and one thread (``SharedEmitter``), where
+watchdog gives each its own.
+
 These lean on watchdog's private methods (``_move_watches``, ``_add_callback``,
 ``_recursive_simulate``, ``_build_event_source_path``); tests/test_watch.py has a test for each hole.
 """
@@ -21,10 +25,23 @@ These lean on watchdog's private methods (``_move_watches``, ``_add_callback``,
 from __future__ import annotations
 
 import os
+import threading
+from typing import TYPE_CHECKING, Any
 
+from watchdog.events import DirDeletedEvent
+from watchdog.observers import inotify as watchdog_inotify
 from watchdog.observers.inotify import InotifyEmitter, InotifyWatchGroup
-from watchdog.observers.inotify_c import InotifyConstants, InotifyEvent, Mask, WatchDescriptor
-from watchdog.observers.inotify_move_event_grouper import PathedInotifyEvent
+from watchdog.observers.inotify_c import InotifyConstants, InotifyEvent, InotifyFD, Mask, WatchDescriptor
+from watchdog.observers.inotify_move_event_grouper import (
+    GroupedInotifyEvent,
+    InotifyMoveEventGrouper,
+    PathedInotifyEvent,
+)
+
+from .mounts import pseudo_below
+
+if TYPE_CHECKING:
+    from watchdog.observers.api import EventQueue, ObservedWatch
 
 
 class TidyWatchGroup(InotifyWatchGroup):
@@ -39,6 +56,22 @@ class TidyWatchGroup(InotifyWatchGroup):
             if by_watch.get(wd) != path:
                 del self._active_callbacks_by_path[path]
         return super()._move_watches(move_src_path, move_dst_path)
+
+    def _add_all_callbacks(self, path: bytes) -> None:
+        # watchdog's, without entering /proc, /sys and their like below ``path`` (pipeline/mounts.py).
+        # The walk is watchdog's module's os.walk, as in watchdog (tests/test_watch.py replaces it
+        # there to race it).
+        self._add_callback(path)
+        if not (self.is_recursive and os.path.isdir(path)):
+            return
+        pseudo = {os.fsencode(p) for p in pseudo_below(os.fsdecode(path))}
+        for root, dirnames, _ in vars(watchdog_inotify)["os"].walk(path):
+            if pseudo:
+                dirnames[:] = [d for d in dirnames if os.path.join(root, d) not in pseudo]
+            for dirname in dirnames:
+                full_path = os.path.join(root, dirname)
+                if not os.path.islink(full_path):
+                    self._add_callback(full_path)
 
     def _add_callback(self, path: bytes) -> None:
         super()._add_callback(path)
@@ -88,9 +121,77 @@ class TidyWatchGroup(InotifyWatchGroup):
         return True
 
 
-class TidyEmitter(InotifyEmitter):
-    def on_thread_start(self) -> None:  # InotifyEmitter.on_thread_start, with our watch group
-        self._inotify = TidyWatchGroup(self._inotify_fd, os.fsencode(self.watch.path),
-                                       is_recursive=self.watch.is_recursive,
-                                       event_mask=self.get_event_mask_from_filter(),
-                                       follow_symlink=self.watch.follow_symlink)
+class SharedWatchGroup(TidyWatchGroup):
+    """One watched root's inotify watches, its events put on a queue that every root shares (read
+    by one thread, ``SharedEmitter``'s) rather than on a queue and a thread of its own."""
+
+    def __init__(self, inotify_fd: InotifyFD, path: bytes, event_mask: Mask, grouper: InotifyMoveEventGrouper) -> None:
+        self._shared_grouper = grouper
+        super().__init__(inotify_fd, path, event_mask=event_mask, is_recursive=True, follow_symlink=False)
+
+    def __post_init__(self) -> None:
+        # Before the watches are added (super().__post_init__ adds them): their first events go
+        # to the shared queue. The dataclass made a queue of its own, dropped here.
+        self._move_event_grouper = self._shared_grouper
+        super().__post_init__()
+
+    def deactivate(self) -> None:
+        """Remove this root's watches; the shared queue stays open for the other roots."""
+        with self._lock:
+            self._is_active = False
+            self._remove_callbacks(list(self._active_callbacks_by_watch))
+
+
+class SharedEmitter(InotifyEmitter):
+    """Every watched root on one inotify descriptor, one queue and one thread. watchdog gives each
+    scheduled root an emitter thread and a queue of its own: 10,000 homes made 10,000 threads and
+    tens of kilobytes a folder. Each root keeps a watch group of its own (its watches and their
+    paths, as watchdog tracks them), so what one root sees does not depend on the others; a move
+    from one root to another is paired as a move, as within one root.
+
+    Scheduled once through the observer (its watch path is a placeholder, never watched);
+    ``add_root``/``remove_root`` then add and remove roots."""
+
+    def __init__(self, event_queue: EventQueue, watch: ObservedWatch, **kwargs: Any) -> None:
+        super().__init__(event_queue, watch, **kwargs)
+        self._grouper = InotifyMoveEventGrouper()
+        self._groups: dict[bytes, SharedWatchGroup] = {}
+        self._roots_lock = threading.Lock()
+
+    def add_root(self, path: str) -> None:
+        """Watch ``path`` and everything below it; OSError when the root itself cannot be watched."""
+        key = os.fsencode(path)
+        with self._roots_lock:
+            if key not in self._groups:
+                self._groups[key] = SharedWatchGroup(self._inotify_fd, key, self.get_event_mask_from_filter(),
+                                                     self._grouper)
+
+    def remove_root(self, path: str) -> None:
+        with self._roots_lock:
+            group = self._groups.pop(os.fsencode(path), None)
+        if group is not None:
+            group.deactivate()
+
+    def on_thread_start(self) -> None:
+        pass  # roots come with add_root, not with the watch this emitter was scheduled for
+
+    def on_thread_stop(self) -> None:
+        with self._roots_lock:
+            groups, self._groups = list(self._groups.values()), {}
+        for group in groups:
+            group.deactivate()
+        self._grouper.close()  # wakes queue_events up
+
+    def queue_events(self, timeout: float, *, full_events: bool = False) -> None:
+        event = self._grouper.read_event()
+        if event is not None:
+            with self._lock:
+                self.build_and_queue_event(event)
+
+    def build_and_queue_event(self, event: GroupedInotifyEvent, *, full_events: bool = False) -> None:
+        # A watched root deleted: watchdog compares with its emitter's one path (and then stops
+        # that emitter); here it is any root, and the others go on.
+        if isinstance(event, PathedInotifyEvent) and event.ev.is_delete_self and event.path in self._groups:
+            self.queue_event(DirDeletedEvent(os.fsdecode(event.path)))
+            return
+        super().build_and_queue_event(event, full_events=full_events)

@@ -35,12 +35,16 @@ from watchdog.events import (
 )
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
+from deskdex.paths import folder_of
+
 from .coalesce import Changed, Coalescer, Deleted, Moved, Record, Rescan
 from .ignore import IGNORE_FILE, Rules
 from .scan import maildir_tmp
 
-if TYPE_CHECKING:  # Linux only at run time (_make_observer imports it when it can)
+if TYPE_CHECKING:  # Linux only at run time (_make_observer imports them when it can)
     from watchdog.observers.inotify_c import CallbackId, InotifyEvent, Mask, WatchCallback, WatchDescriptor
+
+    from .inotify import SharedEmitter
 
 logger = logging.getLogger(__name__)
 
@@ -77,8 +81,10 @@ class Watcher:
         self._coalescer = Coalescer()
         self._first = self._last = 0.0
         self._stopping = False
-        self._observer = _make_observer(self._trouble)
         self._handler = _Handler(self)
+        # One emitter for every root where inotify exists (pipeline/inotify.py); else watchdog's
+        # platform observer, a root scheduled each.
+        self._observer, self._shared = _make_observer(self._trouble, self._handler, self._filter)
         self._thread = threading.Thread(target=self._batches, name="deskdex-watch", daemon=True)
 
     # -- lifecycle
@@ -125,8 +131,11 @@ class Watcher:
             return True
         self._rules[root] = Rules(root, self._patterns)
         try:
-            self._watches[root] = self._observer.schedule(self._handler, root, recursive=True,
-                                                          event_filter=self._filter)
+            if self._shared is not None:
+                self._shared.add_root(root)
+            else:
+                self._watches[root] = self._observer.schedule(self._handler, root, recursive=True,
+                                                              event_filter=self._filter)
         except OSError as exc:
             reason = "watch_limit" if exc.errno in (errno.ENOSPC, errno.EMFILE) else "unwatchable"
             logger.warning("cannot watch %s: %s; it will be scanned instead", root, exc.strerror or exc)
@@ -137,6 +146,8 @@ class Watcher:
     def remove(self, root: str) -> None:
         root = os.path.abspath(root)
         self._rules.pop(root, None)
+        if self._shared is not None:
+            self._shared.remove_root(root)
         watch = self._watches.pop(root, None)
         if watch is not None:
             self._observer.unschedule(watch)
@@ -158,12 +169,10 @@ class Watcher:
         return self._rules.get(os.path.abspath(root))
 
     def _rules_for(self, path: str) -> Rules | None:
-        best = None
-        for root, rules in list(self._rules.items()):  # add/remove may run on another thread
-            if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
-                if best is None or len(root) > len(best.root):
-                    best = rules
-        return best
+        """The rules of the deepest root ``path`` is at or under: looked up by each folder above
+        it, whatever the number of roots (an event with 10,000 roots must not try each)."""
+        root = folder_of(path, self._rules)
+        return None if root is None else self._rules.get(root)  # add/remove may run on another thread
 
     # -- events in
 
@@ -281,18 +290,20 @@ def _rescan(path: str, reason: str) -> Callable[[Coalescer], None]:
     return lambda c: c.rescan(path, reason)
 
 
-def _make_observer(trouble: Callable[[str, str | None], None]) -> BaseObserver:
-    """inotify with lost events reported, on Linux; watchdog's platform default elsewhere."""
+def _make_observer(trouble: Callable[[str, str | None], None], handler: FileSystemEventHandler,
+                   event_filter: list[type[FileSystemEvent]]) -> tuple[BaseObserver, SharedEmitter | None]:
+    """inotify with lost events reported and every root on one emitter, on Linux; watchdog's
+    platform default elsewhere, with no shared emitter."""
     try:
         from watchdog.observers.inotify import InotifyObserver
         from watchdog.observers.inotify_c import InotifyFD
 
-        from .inotify import TidyEmitter
+        from .inotify import SharedEmitter
     except (ImportError, OSError):  # not Linux
         from watchdog.observers import Observer
 
         logger.info("watching without overflow detection on this platform")
-        return Observer()
+        return Observer(), None
 
     class TroubleFD(InotifyFD):
         """watchdog's inotify reader, telling us when it loses events. watchdog itself only logs
@@ -323,6 +334,12 @@ def _make_observer(trouble: Callable[[str, str | None], None]) -> BaseObserver:
         def __init__(self) -> None:  # InotifyObserver.__init__ with our reader and emitter
             self._inotify_fd = TroubleFD()
             self._inotify_fd.start()
-            BaseObserver.__init__(self, TidyEmitter, inotify_fd=self._inotify_fd)
+            BaseObserver.__init__(self, SharedEmitter, inotify_fd=self._inotify_fd)
 
-    return TroubleObserver()
+    observer = TroubleObserver()
+    # The one emitter, scheduled with a placeholder path it never watches (SharedEmitter.add_root
+    # watches the roots); its events are dispatched to ``handler`` by the observer's thread.
+    observer.schedule(handler, os.sep, recursive=True, event_filter=event_filter)
+    (emitter,) = observer.emitters
+    assert isinstance(emitter, SharedEmitter)
+    return observer, emitter
