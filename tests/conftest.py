@@ -113,6 +113,15 @@ def no_leftover_processes() -> Iterator[None]:
         for pid, cmd in left.items())
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _remove_readable_install() -> Iterator[None]:
+    """Removes the install other accounts run from (tests/accounts.readable_install), if a test made one."""
+    yield
+    from .accounts import remove_readable_install
+
+    remove_readable_install()
+
+
 @pytest.fixture
 def open_dir() -> Iterator[Path]:
     """A folder every user can reach (pytest's tmp_path sits in a 0700 folder of root's): for the

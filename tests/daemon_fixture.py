@@ -103,8 +103,16 @@ class DaemonProcess:
 
     def start(self, wait: bool = True) -> "DaemonProcess":
         env = dict(os.environ, DESKDEX_HOME=str(self.home), NO_COLOR="1", **self.env)
+        program, cwd = DESKDEX, ROOT
+        if "--system" in self.args:
+            # Its converter processes drop to the accounts, who may not read the checkout or this
+            # venv (a clone in a 0700 folder): it runs from the session's readable install.
+            from .accounts import readable_install
+
+            installed = readable_install()
+            program, cwd = installed.deskdex, installed.root
         self._logf = open(self.log, "a")
-        self.proc = subprocess.Popen([DESKDEX, "daemon", *self.args], cwd=ROOT, env=env,
+        self.proc = subprocess.Popen([program, "daemon", *self.args], cwd=cwd, env=env,
                                      stdout=self._logf, stderr=subprocess.STDOUT, text=True,
                                      process_group=0 if self.own_group else None)
         if wait:
