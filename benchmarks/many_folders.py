@@ -3,7 +3,8 @@ server with one home per account runs it.
 
     .venv/bin/python benchmarks/many_folders.py [--folders 1 1000 10000] [--settle 5]
 
-For each count N: makes N small folders (one text file each) in a temp folder, starts
+For each count N: makes N small folders (one text file each; ``--layout empty``: a file in the
+last one only; ``--layout one``: one folder of N files, to tell the documents' share) in a temp folder, starts
 `deskdex daemon` watching all of them, waits until all N files are indexed and the daemon is idle,
 waits ``--settle`` seconds, then measures the PSS of the whole process tree (pages shared between
 processes counted once, proportionally, from /proc/PID/smaps_rollup), the daemon's threads and
@@ -72,14 +73,18 @@ def wait_status(sock: str, cond, timeout: float) -> dict:
     raise SystemExit("timed out waiting for the daemon")
 
 
-def run(n: int, settle: float, base: Path) -> dict[str, object]:
+def run(n: int, settle: float, base: Path, layout: str = "each") -> dict[str, object]:
+    """``layout``: "each" folder holds a file; "empty": only the last one does (what the folders
+    cost, without their documents); "one": one folder holding n files (what the documents cost)."""
     docs, home = base / f"docs{n}", base / f"home{n}"
     folders = []
     for i in range(n):
-        folder = docs / f"acct{i:05d}"
-        folder.mkdir(parents=True)
-        (folder / "note.txt").write_text(f"note of account {i} zacct{i}q\n")
-        folders.append(str(folder))
+        folder = docs / ("all" if layout == "one" else f"acct{i:05d}")
+        folder.mkdir(parents=True, exist_ok=True)
+        if layout != "empty" or i == n - 1:
+            (folder / f"note{i}.txt").write_text(f"note of account {i} zacct{i}q\n")
+        if str(folder) not in folders[-1:]:
+            folders.append(str(folder))
     (home / "config").mkdir(parents=True)
     (home / "config" / "config.toml").write_text(f"folders = {json.dumps(folders)}\nworkers = 2\n")
     env = dict(os.environ, DESKDEX_HOME=str(home))
@@ -89,12 +94,13 @@ def run(n: int, settle: float, base: Path) -> dict[str, object]:
         proc = subprocess.Popen([sys.executable, "-m", "deskdex", "daemon"], cwd=ROOT, env=env, stdout=log,
                                 stderr=subprocess.STDOUT)
         try:
-            wait_status(sock, lambda s: s["state"] == "idle" and s["documents"] >= n, 7200)
+            files = 1 if layout == "empty" else n
+            wait_status(sock, lambda s: s["state"] == "idle" and s["documents"] >= files, 7200)
             ready_s = time.monotonic() - t0
             time.sleep(settle)
             pids = tree_pids(proc.pid)
             result: dict[str, object] = {
-                "folders": n, "ready_seconds": round(ready_s, 1), "processes": len(pids),
+                "folders": len(folders), "files": files, "ready_seconds": round(ready_s, 1), "processes": len(pids),
                 "idle_pss_mib": round(pss_kib(pids) / 1024, 1),
                 "daemon_pss_mib": round(pss_kib([proc.pid]) / 1024, 1),
                 "daemon_threads": threads(proc.pid), "inotify_fds": inotify_fds(proc.pid)}
@@ -121,6 +127,8 @@ def run(n: int, settle: float, base: Path) -> dict[str, object]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--folders", type=int, nargs="+", default=[1, 1000, 10000])
+    ap.add_argument("--layout", choices=["each", "empty", "one"], default="each",
+                    help="a file in each folder, in the last one only, or all files in one folder")
     ap.add_argument("--settle", type=float, default=5.0, help="seconds idle before measuring")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "many_folders.json"))
     args = ap.parse_args()
@@ -128,17 +136,19 @@ def main() -> None:
     results = []
     try:
         for n in args.folders:
-            results.append(run(n, args.settle, base))
+            results.append(run(n, args.settle, base, args.layout))
             print(json.dumps(results[-1]), flush=True)
             shutil.rmtree(base / f"docs{n}")
             shutil.rmtree(base / f"home{n}")
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    per = [r for r in results if r["folders"] > 1]
-    one = next((r for r in results if r["folders"] == 1), None)
+    one = next((r for r in results if r["files"] == 1 and r["folders"] == 1), None)
     if one is not None:
-        for r in per:
-            r["kib_per_folder"] = round((r["idle_pss_mib"] - one["idle_pss_mib"]) * 1024 / (r["folders"] - 1), 1)
+        for r in results:
+            if r is not one:
+                unit = "file" if args.layout == "one" else "folder"
+                grown = (r["idle_pss_mib"] - one["idle_pss_mib"]) * 1024
+                r[f"kib_per_{unit}"] = round(grown / (r[f"{unit}s"] - 1), 1)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
 

@@ -579,7 +579,9 @@ class Daemon:
             self._files_left = 0
         self.current = None
         self._last_work = time.monotonic()
-        logger.info("reconciled %s: indexed %d, unchanged %d, removed %d, failed %d", ", ".join(present),
+        # A few folders named, not 10,000 homes on one line.
+        named = ", ".join(present[:3]) + (f" and {len(present) - 3} more folders" if len(present) > 3 else "")
+        logger.info("reconciled %s: indexed %d, unchanged %d, removed %d, failed %d", named,
                     summary.indexed, summary.unchanged, summary.removed, sum(summary.failed.values()))
         return summary
 
