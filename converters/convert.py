@@ -1,19 +1,27 @@
-"""One Source in, its Document and those of its members out, each member failing on its own."""
+"""One Source in, its Document and those of its members out, each member failing on its own.
+
+A container stops taking members at a limit, keeping those converted and saying how many it left
+out (``limits.left_out``: the file is ``partial``): past ``Limits.members`` (a mail store's
+messages excepted: ``limits.SIZE_BOUNDED``), or once ``CONTAINER_SHARE`` of the time limit is
+spent, so that a store too big to convert in time keeps what it read rather than being killed
+with nothing kept. A container that breaks after some members keeps them the same way.
+"""
 
 from __future__ import annotations
 
 import logging
+import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import GeneratorType
-from typing import Any, Iterator
+from typing import Any, Generator
 
 from .detect import OCTET, detect, sniff
 from . import language
 from .document import Document
-from deskdex.errors import (ConversionError, ConverterMissing, CorruptFile, HostileInput, LimitExceeded,
-                            NotConfigured, SizeLimit, UnsupportedFormat)
-from .limits import Limits
+from deskdex.errors import (ConversionError, ConverterMissing, CorruptFile, HostileInput, NotConfigured,
+                            SizeLimit, UnsupportedFormat)
+from .limits import SIZE_BOUNDED, Limits, left_out
 from .registry import Member, Registry, default_registry
 from .source import Source
 
@@ -21,6 +29,10 @@ logger = logging.getLogger(__name__)
 
 # The limits of the conversion running now: containers read them to cap their members.
 _LIMITS: ContextVar[Limits] = ContextVar("deskdex_limits", default=Limits())
+# When containers stop taking members (time.monotonic()): the rest of the time limit is for the
+# language of what was converted, the worker's hook and sending it all back before the kill.
+_DEADLINE: ContextVar[float] = ContextVar("deskdex_deadline", default=float("inf"))
+CONTAINER_SHARE = 0.6
 
 
 def current_limits() -> Limits:
@@ -52,9 +64,11 @@ def convert(source: Source, registry: Registry | None = None, limits: Limits = L
     registry = registry or default_registry()
     outcomes: list[Outcome] = []
     token = _LIMITS.set(limits)
+    until = _DEADLINE.set(time.monotonic() + limits.time_seconds * CONTAINER_SHARE)
     try:
         _convert(source, registry, limits, outcomes)
     finally:
+        _DEADLINE.reset(until)
         _LIMITS.reset(token)
     for o in outcomes:
         if o.document is not None:
@@ -100,7 +114,7 @@ def _convert(source: Source, registry: Registry, limits: Limits, out: list[Outco
                 first.document.meta.setdefault("compression", mime)
             return
         assert isinstance(result, GeneratorType)
-        _members(source, result, registry, limits, out)
+        _members(source, mime, result, registry, limits, out)
     except ConversionError as exc:
         out.append(Outcome(source.uri, reason=exc.reason, message=str(exc)))
     except RecursionError:
@@ -112,23 +126,33 @@ def _convert(source: Source, registry: Registry, limits: Limits, out: list[Outco
         out.append(Outcome(source.uri, reason="converter_bug", message=f"{type(exc).__name__}: {exc}"))
 
 
-def _members(source: Source, gen: Iterator[Document | Member], registry: Registry, limits: Limits,
-             out: list[Outcome]) -> None:
+def _members(source: Source, mime: str, gen: Generator[Document | Member, None, None], registry: Registry,
+             limits: Limits, out: list[Outcome]) -> None:
     parent_at = len(out)
     count = 0
+    counted = mime not in SIZE_BOUNDED
+    why = ""  # the limit that stopped the container early
     try:
         for item in gen:
             if isinstance(item, Document):
                 out.insert(parent_at, Outcome(source.uri, _cap(item, limits)))
                 continue
             assert isinstance(item, Member)
+            if counted and count >= limits.members:
+                why = f"over the limit of {limits.members:,} members"
+                break
+            if time.monotonic() > _DEADLINE.get():
+                why = f"the time limit ({limits.time_seconds:g} s) ran out"
+                break
             count += 1
-            if count > limits.members:
-                raise LimitExceeded(f"more than {limits.members} members")
             if item.error is not None:
                 out.append(Outcome(item.source.uri, reason=item.error.reason, message=str(item.error)))
                 continue
+            start = len(out)
             _convert(item.source, registry, limits, out)
+            for o in out[start:]:  # here, so that the deadline above counts this work too
+                if o.document is not None:
+                    language.tag(o.document)
     except ConversionError as exc:
         # A failure of the container after some members: the members found so far stay,
         # and the container says it is incomplete.
@@ -136,9 +160,23 @@ def _members(source: Source, gen: Iterator[Document | Member], registry: Registr
         if parent is None or parent.document is None:
             out.insert(parent_at, Outcome(source.uri, reason=exc.reason, message=str(exc)))
             return
-        parent.document.meta["incomplete"] = f"{exc.reason}: {exc}"
+        left_out(parent.document, f"members after the first {count:,} left out: {exc.reason}: {exc}")
+    finally:
+        gen.close()  # a container stopped early lets go of its file now
     if len(out) == parent_at or out[parent_at].uri != source.uri:
         out.insert(parent_at, Outcome(source.uri, name_only(source, source.mime or OCTET)))
+    parent_doc = out[parent_at].document
+    if why and parent_doc is not None:
+        left_out(parent_doc, _left(parent_doc, count, why))
+
+
+def _left(parent: Document, kept: int, why: str) -> str:
+    """How many members a container left out, when it said how many it holds (``members``, an
+    mbox's ``messages``), else from where."""
+    total = next((int(v) for k in ("members", "messages") if (v := parent.meta.get(k, "")).isdigit()), 0)
+    if total > kept:
+        return f"{total - kept:,} of {total:,} members left out: {why}"
+    return f"members after the first {kept:,} left out: {why}"
 
 
 def _cap(doc: Document, limits: Limits) -> Document:
@@ -148,6 +186,7 @@ def _cap(doc: Document, limits: Limits) -> Document:
         total += len(b.text)
         if total > limits.text_chars:
             del doc.blocks[i:]
-            doc.meta["truncated"] = "yes"
+            left_out(doc, f"text after the first {limits.text_chars:,} characters left out "
+                          "(the text one document keeps)")
             break
     return doc

@@ -4,13 +4,16 @@
 name, or nickname), genres, language, date, keywords, series and the annotation; the bodies give
 the text: a ``title`` is a heading one level deeper than its section, paragraphs, poem lines,
 epigraphs and citations (quotes), table cells, and the notes body after the main one. Emphasis,
-strong text, code and links stay inline runs. Embedded images (``binary``) are skipped. Parsed
-by ``xmlsafe`` (no DTD, entity or network).
+strong text, code and links stay inline runs. Images (``image``) are skipped wherever they stand,
+their text around them kept; the embedded images themselves (``binary``, base64) are emptied before
+parsing: a cover scan over 7.5 MB is a text node past libxml2's 10 MB limit, which would refuse
+the whole book as hostile. Parsed by ``xmlsafe`` (no DTD, entity or network).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 
 from lxml import etree
 
@@ -28,13 +31,15 @@ _STYLES = {"emphasis": "em", "strong": "strong", "code": "code"}
 _QUOTES = {"epigraph", "cite", "annotation"}
 _SKIP = {"binary", "image", "empty-line"}
 MAX_DEPTH = 100  # sections nested deeper are read as one level (a hostile book nests for ever)
+# A <binary> element and its base64 text (which has no "<"), in any ASCII-compatible encoding.
+_BINARY = re.compile(rb"(<(?:[\w.-]+:)?binary(?=[\s>])[^>]*>)[^<]*(</(?:[\w.-]+:)?binary\s*>)")
 
 
 def convert(source: Source, mime: str) -> Document:
     data = source.read()
     if data.startswith(b"PK\x03\x04"):
         data = _from_zip(data)
-    root = parse(data, "FictionBook book")
+    root = parse(_BINARY.sub(rb"\1\2", data), "FictionBook book")
     if local(root.tag) != "FictionBook":
         raise CorruptFile(f"not a FictionBook book (root element {local(root.tag)!r})")
     doc = Document(uri=source.uri, mime=mime)

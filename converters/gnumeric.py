@@ -2,8 +2,12 @@
 
 Each sheet's name is a heading and its cells ``td`` blocks, row by row (``sheets.emit_sheets``,
 shared with XLSX and XLS: the same cell cap, the same end of a sheet after a long run of empty
-rows); formulas are left out (the file keeps no cached result for them), cell comments follow their
-sheet's cells. Title, author, subject, keywords and dates come from the embedded ODF metadata
+rows). Every cell with content is text, whatever its ValueType, merged or not (a merged region's
+cells are ordinary cells in the file): a formula as written (``="Total "&A1``: the file keeps no
+cached result, and its strings and names are the words a user remembers); a cell repeating a
+shared expression (``ExprID``) holds nothing of its own. Cell comments (``CellComment``'s ``Text``
+attribute, which holds the plain text of a rich-text comment too; ``TextFormat`` only styles it)
+follow their sheet's cells. Title, author, subject, keywords and dates come from the embedded ODF metadata
 (``office:document-meta``) or, in older files, the ``gnm:Summary`` items. The file is inflated
 under the member limit and expansion ratio (``archive.compressed``) and parsed by ``xmlsafe``.
 """
@@ -29,7 +33,6 @@ _ODF_META = {"title": "title", "initial-creator": "author", "creator": "modified
              "description": "description", "creation-date": "created", "date": "modified", "language": "language"}
 _SUMMARY = {"title": "title", "author": "author", "category": "category", "keywords": "keywords",
             "comments": "description", "company": "company", "manager": "manager"}
-_FORMULA_FREE = {"20", "30", "40", "50", "60"}  # ValueType: boolean, integer, float, error, string
 
 
 def convert(source: Source, mime: str) -> Document:
@@ -87,9 +90,8 @@ def _rows(sheet: etree._Element) -> Iterator[Sequence[object]]:
             continue
         content = _child(cell, "Content")  # the old format: the value or formula in a child
         text = (content.text if content is not None else cell.text) or ""
-        value_type = cell.get("ValueType")
-        if value_type is None and text.startswith("=") or value_type not in (None, *_FORMULA_FREE):
-            continue  # a formula (no cached value in the file) or an array or range
+        if not text.strip():
+            continue  # empty, or a later cell of a shared expression (its ExprID names the first)
         try:
             found.append((int(cell.get("Row", "0")), int(cell.get("Col", "0")), text))
         except ValueError:
@@ -107,5 +109,5 @@ def _rows(sheet: etree._Element) -> Iterator[Sequence[object]]:
         yield row
     objects = _child(sheet, "Objects")
     for obj in objects if objects is not None else ():
-        if local(obj.tag) == "CellComment" and (comment := obj.get("Text", "").strip()):
-            yield [comment]
+        if local(obj.tag) == "CellComment" and (comment := obj.get("Text") or text_of(obj)):
+            yield [comment]  # text_of: a writer that put the text in the element, not the attribute

@@ -8,6 +8,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from deskdex.settings import Config
 
+    from .document import Document
+
+# The metadata key of a document a limit cut short. The catalog lists such a file with the failures
+# (reason ``partial``, index/collection.py), so what was left out is never silent.
+PARTIAL = "partial"
+# Containers whose members are their own bytes in the file, each at least a separator line: a mail
+# store's messages are bounded by the file size limit (and what the time limit lets convert), not
+# by ``Limits.members``, the count that stops archives of cheaply declared members.
+SIZE_BOUNDED = frozenset({"application/mbox"})
+
 
 @dataclass(frozen=True, slots=True)
 class OcrOptions:
@@ -26,7 +36,7 @@ class Limits:
     file_bytes: int = 256 * 1024 * 1024  # larger files are recorded as too large, not read
     text_chars: int = 20_000_000  # text kept per document
     depth: int = 8  # containers inside containers
-    members: int = 20_000  # members of one container
+    members: int = 20_000  # members of one container (not of a mail store: SIZE_BOUNDED)
     member_bytes: int = 128 * 1024 * 1024  # one uncompressed member
     expansion_ratio: int = 200  # uncompressed/compressed above which a member is a bomb
     ocr: OcrOptions = OcrOptions()
@@ -38,3 +48,11 @@ class Limits:
                          min_pixels=int(cfg["ocr.min_pixels"]), seconds=float(cfg["ocr.time_limit"]))
         return cls(time_seconds=float(cfg["time_limit"]), memory_bytes=int(cfg["memory_limit_mb"]) * 2**20,
                    file_bytes=int(cfg["max_file_mb"]) * 2**20, ocr=ocr)
+
+
+def left_out(doc: Document, what: str) -> None:
+    """Record that ``doc`` was kept only in part, ``what`` saying what was left out and why ("20 of
+    20,050 members left out: ..."): converted parts stay indexed, and ``deskdex status`` counts the
+    file as partial and ``--failures`` lists it with ``what``. A second cut adds to the first."""
+    before = doc.meta.get(PARTIAL)
+    doc.meta[PARTIAL] = f"{before}; {what}" if before else what

@@ -3,7 +3,8 @@
 Each sheet's name becomes a level-2 heading and each non-empty cell a ``td`` block, row by
 row, with cached formula results rather than formulas. A workbook of millions of numbers
 would swamp the index and the worker, so cells are capped (``MAX_CELLS``) and the document
-is marked truncated past the cap. openpyxl parses through defusedxml (entities refused).
+says ``partial`` past the cap (every sheet's name is still kept). openpyxl parses through
+defusedxml (entities refused).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from .document import Document
 from deskdex.errors import CorruptFile
+from .limits import left_out
 from .slides import core_properties
 from .source import Source
 from .zipcheck import open_zip
@@ -89,11 +91,14 @@ def _sheets(doc: Document, wb: Workbook) -> None:
 
 def emit_sheets(doc: Document, sheets: Iterable[tuple[str, Iterable[Sequence[object]] | None]]) -> None:
     """Each sheet's name as a level-2 heading, then each non-empty cell (``cell_text``) as a ``td``,
-    row by row; a long run of empty rows ends a sheet, and ``MAX_CELLS`` the whole workbook."""
+    row by row; a long run of empty rows ends a sheet. Past ``MAX_CELLS`` the workbook's other cells
+    are left out, never silently: the document says ``partial`` (``limits.left_out``), and every
+    later sheet's name is still kept (they cost nothing; their rows are not read)."""
     cells = 0
+    full = False
     for title, rows in sheets:
         doc.add("h", title, level=2)
-        if rows is None:
+        if rows is None or full:
             continue
         empty = 0
         for row in rows:
@@ -104,12 +109,15 @@ def emit_sheets(doc: Document, sheets: Iterable[tuple[str, Iterable[Sequence[obj
                     break
                 continue
             empty = 0
-            for t in texts:
-                if cells >= MAX_CELLS:
-                    doc.meta["truncated"] = f"over {MAX_CELLS} cells"
-                    return
-                cells += 1
+            room = MAX_CELLS - cells
+            for t in texts[:room]:
                 doc.add("td", t)
+            cells += min(len(texts), room)
+            if len(texts) > room:  # a cell with text is dropped: only then is the workbook partial
+                full = True
+                break
+    if full:
+        left_out(doc, f"cells after the first {MAX_CELLS:,} left out (the cells one workbook keeps)")
 
 
 def cell_text(value: object) -> str:

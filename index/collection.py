@@ -24,6 +24,7 @@ import tantivy
 
 from deskdex.converters.detect import compound_extension, extension
 from deskdex.converters.document import Document
+from deskdex.converters.limits import PARTIAL
 from deskdex.errors import IndexBusy, IndexMissing, StoreError, StoreUnwritable
 
 from . import fulltext
@@ -299,6 +300,8 @@ class Collection:
             row.title = doc.title
             row.mime = doc.mime
             row.lang = doc.meta.get("lang")
+            if partial := doc.meta.get(PARTIAL):  # a limit left part of it out: listed with the failures
+                row.reason, row.error = PARTIAL, partial
             self.catalog.put_text(row.blob, data)
         self._store(row, doc, feats)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, TypedDict
 
+from deskdex.converters.limits import PARTIAL
 from deskdex.converters.source import path_to_uri
 
 from . import fingerprints as fpr
@@ -16,9 +17,10 @@ from .originals import originality
 def failures(coll: Collection) -> list[dict[str, Any]]:
     """Every file that failed to convert, with its reason and message, and for a failure that may
     pass another time, the failed attempts so far and when it is tried again (``retry_at``, seconds
-    since the epoch; null: when the file changes)."""
+    since the epoch; null: when the file changes). A file a limit cut short is indexed, and listed
+    here too (reason ``partial``, the message says what was left out)."""
     return [{"path": r.path, "uri": r.uri, "reason": r.reason, "message": r.error, "attempts": r.attempts,
-             "retry_at": r.retry_at} for r in coll.catalog.rows("status='failed'")]
+             "retry_at": r.retry_at} for r in coll.catalog.rows("status='failed' OR reason=?", (PARTIAL,))]
 
 
 def folder_counts(coll: Collection, folder: str) -> dict[str, int]:

@@ -209,10 +209,10 @@ def test_gnumeric_sheets_cells_and_metadata(tmp_path: Path, name: str, gzipped: 
     assert doc.mime == "application/x-gnumeric" and doc.title == "Zebra census"
     assert doc.meta["author"] == "Jane Quagga" and doc.meta["keywords"] == "zebra, census"
     assert doc.meta["created"] == "2024-03-05T10:00:00Z"
-    # Row by row (the file's order is not), formulas left out, the comment after its sheet's cells.
+    # Row by row (the file's order is not), formulas as written, the comment after its sheet's cells.
     assert blocks(doc) == [
         ("h", 2, "Herd counts"), ("td", 0, "Animal"), ("td", 0, "Count"), ("td", 0, "Plains zebra"),
-        ("td", 0, "3.5"), ("td", 0, "TRUE"), ("td", 0, "counted at the waterhole"),
+        ("td", 0, "3.5"), ("td", 0, "=SUM(B2:B2)"), ("td", 0, "TRUE"), ("td", 0, "counted at the waterhole"),
         ("h", 2, "Okapi"), ("td", 0, "Ituri forest")]
 
 
@@ -221,7 +221,7 @@ def test_gnumeric_old_format_with_summary(tmp_path: Path) -> None:
     reason, message, doc = converted(tmp_path / "old.gnumeric")
     assert doc is not None, (reason, message)
     assert doc.title == "Old okapi sheet" and doc.meta["author"] == "Old Author"
-    assert blocks(doc) == [("h", 2, "Sheet1"), ("td", 0, "Okapi stripes")]
+    assert blocks(doc) == [("h", 2, "Sheet1"), ("td", 0, "Okapi stripes"), ("td", 0, "=A1")]
 
 
 BOMB = """<?xml version="1.0"?>
