@@ -170,6 +170,8 @@ def test_pseudo_file_systems_below_a_watched_folder_are_not_walked_nor_watched(t
     (docs / "sub").mkdir(parents=True)
     (docs / "a.txt").write_text("a")
     (docs / "sub" / "b.txt").write_text("b")
+    # Read before the mounts: the table is read again once the kernel says it changed.
+    assert pseudo_fs(str(docs / "sub" / "proc")) is None
     mounts("proc", docs / "sub" / "proc")
     mounts("sysfs", docs / "sub" / "sys")
     mounts("tmpfs", docs / "sub" / "shm")  # real files: walked
@@ -202,6 +204,8 @@ def test_pseudo_file_systems_below_a_watched_folder_are_not_walked_nor_watched(t
         (docs / "sub" / "d.txt").write_text("d")
         assert seen.wait(60), "no event from the watched folder"
     assert Changed(str(docs / "sub" / "d.txt"), new_file=True) in got, got
+    subprocess.run(["umount", str(docs / "sub" / "proc")], check=True)
+    assert pseudo_fs(str(docs / "sub" / "proc")) is None  # and again after an unmount
 
 
 def test_watching_the_root_leaves_proc_and_sys_alone():
