@@ -24,6 +24,7 @@ These lean on watchdog's private methods (``_move_watches``, ``_add_callback``,
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,8 @@ from .mounts import pseudo_below
 
 if TYPE_CHECKING:
     from watchdog.observers.api import EventQueue, ObservedWatch
+
+logger = logging.getLogger(__name__)
 
 
 class TidyWatchGroup(InotifyWatchGroup):
@@ -134,6 +137,19 @@ class SharedWatchGroup(TidyWatchGroup):
         # to the shared queue. The dataclass made a queue of its own, dropped here.
         self._move_event_grouper = self._shared_grouper
         super().__post_init__()
+
+    def on_queue_overflow(self) -> None:
+        # watchdog's, without its warning: every root is told, and 10,000 roots made 10,000 lines
+        # of it (the watcher says it once, naming the rescan: pipeline/watch.py).
+        with self._lock:
+            if not self.is_active:
+                return
+            self._move_event_grouper.discard_pending_events()
+            self._remove_callbacks(list(self._active_callbacks_by_watch))
+            try:
+                self._add_all_callbacks(self.path)
+            except OSError as exc:
+                logger.warning("cannot watch %s again after lost events: %s", os.fsdecode(self.path), exc)
 
     def deactivate(self) -> None:
         """Remove this root's watches; the shared queue stays open for the other roots."""

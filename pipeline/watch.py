@@ -236,7 +236,8 @@ class Watcher:
             roots = [rules.root] if rules is not None else self.roots
         else:
             roots = self.roots
-        logger.warning("watching is incomplete (%s): falling back to a scan of %s", reason, ", ".join(roots))
+        named = ", ".join(roots[:3]) + (f" and {len(roots) - 3} more folders" if len(roots) > 3 else "")
+        logger.warning("watching is incomplete (%s): falling back to a scan of %s", reason, named)
         for root in roots:
             self._post(_rescan(root, reason))
 
