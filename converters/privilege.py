@@ -27,6 +27,7 @@ import importlib
 import logging
 import os
 import platform
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Iterator
@@ -151,7 +152,13 @@ LAZY_IMPORTS = (
     "tesserocr",
     # The language of each text (language.py) and the main content of web pages (content.py).
     "py3langid.langid", "trafilatura", "trafilatura.settings", "platformdirs", "numpy", "lxml.html",
+    # What libraries import on a call, found by tests/test_privilege_formats.py: datetime.strptime
+    # (python-docx and python-pptx dates), numpy's masked arrays, docutils' reader, writer, language.
+    "_strptime", "numpy.ma", "docutils.readers.standalone", "docutils.writers.null", "docutils.languages.en",
 )
+# Packages imported whole: docutils loads a directive's, a role's or a transform's module when a
+# document first uses it (`.. table::`, `:sub:`), which any user's file may do.
+LAZY_PACKAGES = ("docutils.parsers.rst", "docutils.transforms", "docutils.utils")
 # What _warm_up converts: enough letters to be told a language, and a page short enough for
 # trafilatura to ask its fallbacks too.
 _WARM_TEXT = ("The worker reads the files it may read, converts them and hands their text to the index, "
@@ -163,17 +170,34 @@ def preload() -> list[str]:
     """Import what converters import lazily, and every text codec (the converters themselves:
     Registry.load_all); returns the modules that could not be imported (an optional library not
     installed: its formats then fail as they would anyway)."""
-    import encodings.aliases
+    import encodings
+    import pkgutil
 
     missing = []
-    names = list(LAZY_IMPORTS) + sorted({f"encodings.{m}" for m in encodings.aliases.aliases.values()})
-    for name in names:
-        try:
-            importlib.import_module(name)
-        except Exception:  # an optional library not installed, a codec this Python lacks
+    # Every codec module of this Python, not only the targets of its aliases: utf_8_sig (a file
+    # starting with a UTF-8 BOM), cp720, koi8_u... are nobody's alias, and after the drop the
+    # lookup could not read them ("unknown encoding: utf-8-sig").
+    codecs = sorted(f"encodings.{m.name}" for m in pkgutil.iter_modules(encodings.__path__))
+    for name in list(LAZY_IMPORTS) + codecs:
+        if not _load(name):
             missing.append(name)
+    for package in LAZY_PACKAGES:
+        if not _load(package):
+            missing.append(package)
+            continue
+        path = getattr(sys.modules[package], "__path__", [])
+        missing.extend(m.name for m in pkgutil.walk_packages(path, f"{package}.", onerror=missing.append)
+                       if not _load(m.name))
     _warm_up()
     return missing
+
+
+def _load(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except Exception:  # noqa: BLE001  an optional library not installed, a codec this Python lacks
+        return False
+    return True
 
 
 def _warm_up() -> None:
