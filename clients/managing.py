@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
 from deskdex import settings
-from deskdex.errors import Interrupted
+from deskdex.errors import ConfigError, Interrupted
 from deskdex.paths import Home
 
 from .ask import ask_daemon, home_of
@@ -52,7 +52,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     # The daemon holds the writer: hand it the job. Without one, do it here.
     summary = _index_by_daemon(home.socket, paths, progress=not args.no_progress)
     if summary is None:
-        cfg = _with_broker(settings.load(home.ensure()), args.broker)
+        cfg = _with_broker(load_leniently(home.ensure()), args.broker)
         workers = args.workers or os.cpu_count() or 2
         with stop_on_signal() as stop:
             summary = index_once(cfg, paths, workers=workers, progress=not args.no_progress, stop=stop,
@@ -63,6 +63,16 @@ def cmd_index(args: argparse.Namespace) -> int:
         for line in format_summary(summary).split("\n"):
             say(line)
     return 0
+
+
+def load_leniently(home: Home) -> settings.Config:
+    """The settings of ``home`` for a run that must not stop on a hand-edited value: what does not
+    fit is said on stderr and left at its default (or left out, one pattern of a list)."""
+    problems: list[str] = []
+    cfg = settings.load(home, problems)
+    for problem in problems:
+        print(f"deskdex: warning: {problem}", file=sys.stderr)
+    return cfg
 
 
 def _index_by_daemon(socket_path: str, paths: list[str], progress: bool) -> dict[str, Any] | None:
@@ -190,14 +200,15 @@ def format_summary(s: dict[str, Any]) -> str:
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
+    from deskdex.daemon.configwatch import load_for_daemon
     from deskdex.daemon.run import run_daemon
 
     if args.system and os.geteuid() != 0:
         logging.getLogger(__name__).warning("--system without root: only what this account may read is indexed")
     home = Home.resolve(getattr(args, "home", None), system=args.system).check().ensure(system=args.system)
-    problems: list[str] = []  # a setting that does not fit must not keep the daemon from starting
-    return run_daemon(_with_broker(settings.load(home, problems), args.broker), once=args.once, system=args.system,
-                      problems=problems)
+    # Whatever the config file holds, the daemon starts: what does not fit is reported in status.
+    cfg, problems = load_for_daemon(home, args.system)
+    return run_daemon(_with_broker(cfg, args.broker), once=args.once, system=args.system, problems=problems)
 
 
 def _with_broker(cfg: settings.Config, broker: str | None) -> settings.Config:
@@ -256,14 +267,16 @@ def cmd_watch(args: argparse.Namespace) -> int:
         if args.action == "add" and not os.path.isdir(path):
             print(f"deskdex: not a folder: {p}", file=sys.stderr)
             return EXIT_USAGE
+        if args.action == "add":
+            settings.check("folders", [path])  # ConfigError (exit 1) before anything is saved
         result = ask_daemon(args, f"watch_{args.action}", path=path)
-        if result is None and not _change_list(home, "folders", settings.load(home).folders(), args.action, path,
+        if result is None and not _change_list(home, "folders", load_leniently(home).folders(), args.action, path,
                                                "not a watched folder"):
             return EXIT_ERROR
     if result is None:
         result = ask_daemon(args, "watch_list")
     folders: list[dict[str, Any]] = result["folders"] if result else \
-        [{"path": f} for f in settings.load(home).folders()]
+        [{"path": f} for f in settings.load(home, []).folders()]
     if args.json:
         print_json({"folders": folders})
     else:
@@ -276,13 +289,22 @@ def cmd_watch(args: argparse.Namespace) -> int:
 def _change_list(home: Home, key: str, current: list[str], action: str, item: str, absent: str) -> bool:
     """No daemon runs: add ``item`` to, or remove it from, the list setting ``key`` (now ``current``) in
     the config file, read on the next start. False, once said why, when removing what is not there."""
-    if action == "remove" and item not in current:
+    if action == "remove" and item not in current and _valid(key, item):
         print(f"deskdex: {absent}: {item}", file=sys.stderr)
         return False
-    if action == "add":
+    # (An invalid item is not in ``current``, the lenient load left it out: saving ``current`` removes it.)
+    if action == "add":  # settings.save checks the value first: a ConfigError leaves the file as it was
         settings.save(home, {key: current if item in current else current + [item]})
     else:
         settings.save(home, {key: [x for x in current if x != item]})
+    return True
+
+
+def _valid(key: str, item: str) -> bool:
+    try:
+        settings.check(key, [item])
+    except ConfigError:
+        return False
     return True
 
 
@@ -294,11 +316,16 @@ def cmd_exclude(args: argparse.Namespace) -> int:
     if args.action == "add" and any(not p.strip() for p in args.patterns):
         print("deskdex: an empty pattern excludes nothing: give a gitignore-style pattern", file=sys.stderr)
         return EXIT_USAGE
+    if args.action == "add":
+        # Every pattern is checked, with the scanner's matcher, before one is saved or sent: a pattern
+        # that does not compile would stop every scan (settings.check raises ConfigError: exit 1).
+        settings.check("exclude", list(args.patterns))
     for pattern in args.patterns if args.action != "list" else []:
         if ask_daemon(args, f"exclude_{args.action}", pattern=pattern) is None and not _change_list(
-                home, "exclude", list(settings.load(home)["exclude"]), args.action, pattern, "not an excluded pattern"):
+                home, "exclude", list(load_leniently(home)["exclude"]), args.action, pattern,
+                "not an excluded pattern"):
             return EXIT_ERROR
-    patterns = list(settings.load(home)["exclude"])
+    patterns = list(settings.load(home, [])["exclude"])  # what the daemon uses: the valid ones
     if args.json:
         print_json({"exclude": patterns})
     else:

@@ -163,6 +163,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     if info.get("last_commit"):
         say(f"committed: {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(info['last_commit']))}")
     say(f"config:    {home.config_file}")
+    for problem in info.get("settings_problems", []):  # also in the daemon's log
+        say(f"config error: {problem}")
     for note in ([info["note"]] if info.get("note") else []) + list(info.get("notes", [])):
         say(f"note:      {note}")
     for f in info.get("failures", []):

@@ -85,6 +85,7 @@ class Daemon:
         self._retry_in = 0.0  # back-off before the next try; 0 while the index can be written
         self.current: str | None = None
         self.notes: list[str] = []
+        self.settings_problems: list[str] = []  # what of the config file is not used (daemon/configwatch.py)
         self.offline: set[str] = set()
         self.paused = False
         self.on_battery = False

@@ -91,13 +91,14 @@ class Ops:
         out = {"state": d.state, "state_reason": reason, "queue": d.queue_length(), "current": d.current,
                **counts, **sizes, "cpu_seconds": None if other else round(self._cpu_seconds(), 2),
                "last_commit": float(last) if last else None, "folders": d.folders(),
-               "offline": sorted(d.offline), "notes": d.notes, "pid": os.getpid(),
+               "offline": sorted(d.offline), "notes": d.notes, "settings_problems": d.settings_problems,
+               "pid": os.getpid(),
                "converted": d.indexer.converted, "paused": d.paused,
                "uptime": round(time.time() - d.started, 1), "system": d.system,
                "ocr": ocr_state(d.indexer.limits.ocr)}
         if other:
             out["converted"] = None  # how busy others' files keep it
-            for key in ("current", "folders", "offline", "notes", "pid"):
+            for key in ("current", "folders", "offline", "notes", "settings_problems", "pid"):
                 out[key] = [] if isinstance(out[key], list) else None
         return out
 

@@ -11,6 +11,7 @@ from deskdex.cluster import check_setting as check_broker
 from deskdex.converters.isolation import lower_priority
 from deskdex.settings import Config
 
+from .configwatch import ConfigWatch
 from .instance import InstanceLock
 from .loop import Daemon
 from .ops import Ops
@@ -21,8 +22,9 @@ logger = logging.getLogger(__name__)
 
 def run_daemon(cfg: Config, once: bool = False, system: bool = False, problems: Sequence[str] = ()) -> int:
     """The daemon in the foreground. ``system``: enterprise mode (daemon/accounts.py), serving every
-    local user what they may read. ``problems``: settings of the config file that did not fit and
-    were left at their defaults (settings.load's), shown in ``status`` notes."""
+    local user what they may read. ``problems``: what of the config file is not used (settings that
+    did not fit, left at their defaults; a file that is not TOML: configwatch.load_for_daemon's),
+    shown in ``status`` until the file is fixed."""
     home = cfg.home
     check_broker(str(cfg["broker"]), system)
     # Before anything opens a file: each caller's connection is a descriptor, and the daemon must
@@ -32,8 +34,11 @@ def run_daemon(cfg: Config, once: bool = False, system: bool = False, problems: 
         if not system:
             private_dir(home.runtime_dir)
         daemon = Daemon(cfg, system=system)
+        daemon.settings_problems = list(problems)
         for problem in problems:
-            daemon.note(f"setting ignored: {problem}")
+            logger.warning("setting: %s", problem)
+        # A hand edit of the config file is applied while the daemon runs (daemon/configwatch.py).
+        config_watch = None if once else ConfigWatch(daemon).start()
         # The socket's threads keep the priority they start with: a search is a person waiting,
         # and at idle priority it would wait for every busy program on the machine to finish.
         server = None if once else Server(home.socket, Ops(daemon).handlers(), public=system,
@@ -53,6 +58,8 @@ def run_daemon(cfg: Config, once: bool = False, system: bool = False, problems: 
                 signal.signal(sig, handler)
             if server is not None:
                 server.stop()
+            if config_watch is not None:
+                config_watch.stop()
             daemon.close()  # commits what is done
         logger.info("stopped")
     return 0

@@ -18,6 +18,7 @@ from typing import Iterable
 
 from deskdex.converters.source import display_path, open_regular
 from deskdex.errors import UnreadableFile
+from deskdex.settings import pattern_problem
 
 from .scan import Excluder, Spec
 
@@ -96,5 +97,15 @@ def load(folder: str) -> Spec | None:
     except UnreadableFile as exc:
         logger.warning("cannot read %s: %s", display_path(path), exc)
         return None
-    lines = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
-    return Spec(lines) if lines else None
+    kept = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        # A line that does not compile (``!``, ``[z-a]``) would fail every scan and every event below
+        # this folder: it is left out, the file's other lines kept, as the daemon does with the setting.
+        why = pattern_problem(line)
+        if why is not None:
+            logger.warning("%s, line %d: %s: left out", display_path(path), number, why)
+            continue
+        kept.append(line)
+    return Spec(kept) if kept else None

@@ -17,13 +17,13 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "table"}
 
 
-def documented_settings() -> dict[str, tuple[str, str]]:
-    """name -> (type, default) from the table in docs/configuration.md."""
+def documented_settings() -> dict[str, tuple[str, str, str]]:
+    """name -> (type, default, allowed) from the table in docs/configuration.md."""
     rows = {}
     for line in (DOCS / "configuration.md").read_text().splitlines():
-        m = re.match(r"\| `([\w.]+)` \| ([\w ]+) \| `(.*?)` \|", line)
+        m = re.match(r"\| `([\w.]+)` \| ([\w ]+) \| `(.*?)` \| ((?:[^|\\]|\\.)*?) \|", line)
         if m:
-            rows[m.group(1)] = (m.group(2), m.group(3))
+            rows[m.group(1)] = (m.group(2), m.group(3), m.group(4).replace("\\|", "|"))
     return rows
 
 
@@ -35,13 +35,13 @@ def toml_value(value: object) -> str:
     return tomli_w.dumps({"x": value}).split(" = ", 1)[1].strip()
 
 
-def test_every_setting_is_documented_with_its_type_and_default():
+def test_every_setting_is_documented_with_its_type_default_and_bounds():
     documented = documented_settings()
     assert set(documented) == {s.name for s in SETTINGS}
     for s in SETTINGS:
         kind = f"{TYPES[s.kind] if s.kind is dict else 'list'} of {TYPES.get(s.items, 'table')}s" \
             if s.kind in (list, dict) else TYPES[s.kind]
-        assert documented[s.name] == (kind, toml_value(s.default)), s.name
+        assert documented[s.name] == (kind, toml_value(s.default), s.allowed), s.name
 
 
 def test_unknown_setting_and_wrong_type_are_named(tmp_path):

@@ -684,7 +684,7 @@ def test_settings_of_the_wrong_type_do_not_keep_the_daemon_from_starting(site: S
     config = site.daemon.home / "config" / "config.toml"
     config.write_text(config.read_text() + 'exclude = [["a"]]\nworkers = "many"\n')
     site.start()
-    notes = site.daemon.call("status")["notes"]
+    notes = site.daemon.call("status")["settings_problems"]  # shown as `config error:` lines
     assert any("exclude must be a list of strings" in n for n in notes), notes
     assert any("workers must be an integer" in n for n in notes), notes
     site.victim_finds_new_file()
