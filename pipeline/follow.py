@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Iterable
 
 from deskdex.converters import path_to_uri
+from deskdex.paths import folder_of
 
 from .coalesce import Changed, Deleted, Moved
 from .indexer import Indexer
@@ -44,9 +45,10 @@ def follow(indexer: Indexer, records: Iterable[Moved | Deleted | Changed], roots
     # (the catalog may hold files `deskdex index` was given, and no record may take them away).
     look: dict[str, bool] = {}
     recheck: set[str] = set()  # another file was put there: its size and mtime prove nothing
+    by_folder = {r.rstrip(os.sep) or os.sep: r for r in roots}  # as folder_of looks them up
     for r in records:
         if isinstance(r, Moved):
-            if _root_of(r.dst, roots) is not None:
+            if _root_of(r.dst, by_folder) is not None:
                 # What the rename replaced goes, even when the catalog has nothing at src (not
                 # indexed yet): the entry at dst is another file's, however alike they look.
                 indexer.remove(r.dst)
@@ -61,7 +63,7 @@ def follow(indexer: Indexer, records: Iterable[Moved | Deleted | Changed], roots
     files: list[FileInfo] = []
     done: set[str] = set()  # paths looked at whole (a folder walked, or removed with all below it)
     for path in sorted(look, key=lambda p: p.count(os.sep)):  # a folder before what is below it
-        root = _root_of(path, roots)
+        root = _root_of(path, by_folder)
         if root is None:
             if look[path]:
                 indexer.remove(path)
@@ -112,10 +114,11 @@ def _catalogued(indexer: Indexer, path: str) -> bool:
     return any(True for _ in indexer.coll.files_under(path))
 
 
-def _root_of(path: str, roots: list[str]) -> str | None:
-    """The watched folder ``path`` is in (the innermost, when they nest)."""
-    inside = [r for r in roots if path == r or path.startswith(r.rstrip(os.sep) + os.sep)]
-    return max(inside, key=len) if inside else None
+def _root_of(path: str, by_folder: dict[str, str]) -> str | None:
+    """The watched folder ``path`` is in (the innermost, when they nest), looked up by each folder
+    above it: a path costs its depth, not the number of watched folders (10,000 homes)."""
+    found = folder_of(path, by_folder)
+    return None if found is None else by_folder[found]
 
 
 def _below_any(path: str, folders: set[str]) -> bool:
