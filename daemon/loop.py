@@ -28,19 +28,20 @@ are reused rather than converted again.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from deskdex import settings
 from deskdex.converters import display_path
 from deskdex.converters.isolation import fork_server_idle, release_fork_server
 from deskdex.errors import ConfigError, DeskdexError, Interrupted, StoreError, StoreUnwritable
 from deskdex.index import Collection
-from deskdex.paths import at_or_under
+from deskdex.paths import folder_of
 from deskdex.pipeline.coalesce import Changed, Deleted, Moved, Record, Rescan
 from deskdex.pipeline.follow import follow
 from deskdex.pipeline.indexer import Indexer, Summary, of_shard, shard_setting
@@ -63,6 +64,30 @@ RELOOK_AFTER = 2.0
 # failure up to the last.
 RETRY_FIRST = 1.0
 RETRY_MOST = 60.0
+
+
+def rescan_roots(rescans: Iterable[str], roots: list[str]) -> list[str]:
+    """The folders a reconcile of ``rescans`` covers: for each path, the watched folders it is in
+    and those below it, else the path itself. Looked up by each folder above the path and a
+    range of the sorted folders, not by a look at every folder for every path: lost events ask
+    for a rescan of every folder, and 10,000 of them made 10^8 comparisons."""
+    by_folder = {r.rstrip("/") or "/": r for r in roots}
+    ordered = sorted(by_folder)
+    out: set[str] = set()
+    for path in rescans:
+        key = path.rstrip("/") or "/"
+        hits = []
+        above = folder_of(key, by_folder)
+        while above is not None:  # every watched folder it is in, as when they nest
+            hits.append(by_folder[above])
+            above = None if above == "/" else folder_of(above.rsplit("/", 1)[0] or "/", by_folder)
+        prefix = key.rstrip("/") + "/"  # the folders below: one run of the sorted ones
+        i = bisect.bisect_left(ordered, prefix)
+        while i < len(ordered) and ordered[i].startswith(prefix):
+            hits.append(by_folder[ordered[i]])
+            i += 1
+        out.update(hits or [path])
+    return sorted(out)
 
 
 class _IndexJob:
@@ -631,8 +656,8 @@ class Daemon:
                 finally:
                     self._files_left = 0
             self.coll.commit()
-            for path in rescans:
-                self.reconcile([p for p in roots if at_or_under(path, p) or at_or_under(p, path)] or [path])
+            if rescans:  # one pass for all: lost events rescan every folder (10,000 homes)
+                self.reconcile(rescan_roots(rescans, roots))
         except Interrupted:
             raise
         except StoreUnwritable as exc:

@@ -217,3 +217,31 @@ def test_watching_the_root_leaves_proc_and_sys_alone():
     assert pseudo_fs("/sys") == "sysfs" and "/sys" in below
     assert pseudo_fs("/") is None and pseudo_fs("/tmp") is None
     assert not any(p == "/tmp" or p.startswith(("/tmp/", "/home/", "/root/")) for p in below), below
+
+
+def test_rescans_of_many_folders_are_one_pass_over_the_same_folders():
+    """What lost events ask for (a rescan of every watched folder) is reconciled in one pass, over
+    the folders the daemon reconciled one rescan at a time: those a path is in, those below it,
+    else the path itself."""
+    import random
+
+    from deskdex.daemon.loop import rescan_roots
+    from deskdex.paths import at_or_under
+
+    def one_at_a_time(rescans: list[str], roots: list[str]) -> list[str]:  # the daemon's earlier way
+        out: set[str] = set()
+        for path in rescans:
+            out.update([p for p in roots if at_or_under(path, p) or at_or_under(p, path)] or [path])
+        return sorted(out)
+
+    rnd = random.Random(28)
+    roots = ["/srv/homes", "/srv/homes/u1", "/srv/homes/u1/shared", "/srv/homes/u10", "/data/", "/data-x", "/"]
+    names = ["/", "/srv", "/srv/homes", "/srv/homes/u1", "/srv/homes/u10", "/srv/homes/u1/shared/a", "/data",
+             "/data/sub/f.txt", "/data-x/y", "/data-xy", "/elsewhere/z", "/srv/homes/u100"]
+    for _ in range(300):
+        some = rnd.sample(roots, rnd.randint(0, len(roots)))
+        asked = rnd.sample(names, rnd.randint(1, 4))
+        assert rescan_roots(asked, some) == one_at_a_time(asked, some), (asked, some)
+    homes = [f"/srv/homes/u{i:05d}" for i in range(FOLDERS)]
+    assert rescan_roots(homes, homes) == homes  # an overflow: every home, once (10^8 comparisons before)
+    assert rescan_roots(["/srv/homes/u09999/Documents"], homes) == ["/srv/homes/u09999"]
