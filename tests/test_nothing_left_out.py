@@ -258,3 +258,10 @@ def test_fictionbook_with_images_keeps_every_paragraph(tmp_path: Path) -> None:
         ("h", "Seabirds"), ("h", "Gulls"), ("p", "First paragraph about aardvarks."),
         ("p", "Between two images: zebrafinch."), ("p", "After the pictures: tern colonies.")]
     assert small.split()[0] not in doc.body_text()  # base64 is no text
+
+
+def test_a_text_past_the_text_limit_says_partial(tmp_path: Path) -> None:
+    (tmp_path / "long.txt").write_text("".join(f"Paragraph {i} about ospreys.\n\n" for i in range(50)))
+    doc = convert(Source.from_path(tmp_path / "long.txt"), limits=Limits(text_chars=100))[0].document
+    assert doc is not None and 0 < len(doc.blocks) < 50
+    assert doc.meta["partial"] == "text after the first 100 characters left out (the text one document keeps)"
