@@ -195,7 +195,11 @@ class ConfigWatch:
                 | C.IN_DELETE_SELF | C.IN_MOVE_SELF)
         # Our own instance: through the shared one, our watch of this folder would replace the mask
         # of the file watcher's, were the folder under a watched one.
-        inotify = InotifyFD()
+        try:
+            inotify = InotifyFD()  # OSError past the system's limit of inotify instances
+        except OSError as exc:
+            self.daemon.note(f"config file changes are not followed (no inotify instance: {exc})")
+            return self
         inotify.start()
         try:
             inotify.add_callback(os.fsencode(os.path.dirname(self.path)), mask, self, CallbackId(1))
