@@ -32,6 +32,7 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"fLaC", "audio/flac"),
     (b"0&\xb2u\x8ef\xcf\x11", "video/x-ms-asf"),
     (b"WARC/", "application/warc"),
+    (b"\x01\x01\x01\x01\n", "application/mbox"),  # an MMDF mailbox (mail.mbox reads both)
     (b"%!PS", "application/postscript"),
     (b"\xc5\xd0\xd3\xc6", "application/postscript"),  # DOS binary EPS
     (b"AT&TFORM", "image/vnd.djvu"),

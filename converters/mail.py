@@ -1,4 +1,4 @@
-"""E-mail: one message (EML) or a mailbox (MBOX), with the standard library's ``email`` package.
+"""E-mail: one message (EML) or a mailbox (mbox, MMDF), with the standard library's ``email`` package.
 
 A message is a Document: the subject as title, From/To/Cc/Date/Message-ID as metadata, the
 plain-text body (or the HTML one, through ``converters.html``) as blocks. Each attachment is a
@@ -33,6 +33,8 @@ _PARA = re.compile(r"\n\s*\n")
 # like the separator mail programs write, "From sender Tue Feb  1 10:00:00 2022": an unescaped
 # "From here on..." in a body (mboxo writers leave those) has no time of day and splits nothing.
 _FROM_LINE = re.compile(rb"(?:\A|\n)From \S*[ \t][^\n]*\b\d{1,2}:\d\d[^\n]*\n")
+# MMDF's separator: a line of four ^A before and after each message.
+_MMDF = b"\x01\x01\x01\x01\n"
 _HEADERS = ("from", "to", "cc", "date", "message-id", "in-reply-to")
 _KEPT = frozenset((*_HEADERS, "subject"))
 _SURROGATE = re.compile("[\udc80-\udcff]")
@@ -172,15 +174,40 @@ def member_name(name: str, n: int) -> str:
 
 
 def mbox(source: Source, mime: str) -> Iterator[Document | Member]:
+    """Every message of a mailbox, mbox (a "From " line before each) or MMDF (each between two
+    ``^A^A^A^A`` lines). Not capped by the member count: a message is its own bytes in the file
+    (limits.SIZE_BOUNDED)."""
     data = source.read()
-    starts = [m.start() + (1 if m.group().startswith(b"\n") else 0) for m in _FROM_LINE.finditer(data)]
-    if not starts:
-        raise CorruptFile("not an mbox: no 'From ' line")
-    parent = Document(uri=source.uri, mime=mime, title=source.name, meta={"messages": str(len(starts))})
+    spans = _mmdf_spans(data) if data.startswith(_MMDF) else _mbox_spans(data)
+    if not spans:
+        raise CorruptFile("an MMDF mailbox without a message" if data.startswith(_MMDF) else
+                          "not an mbox: no 'From ' line")
+    parent = Document(uri=source.uri, mime=mime, title=source.name, meta={"messages": str(len(spans))})
     yield parent
-    for n, (begin, end) in enumerate(zip(starts, [*starts[1:], len(data)]), 1):
+    for n, (begin, end) in enumerate(spans, 1):
         chunk = data[begin:end]
-        chunk = chunk[chunk.find(b"\n") + 1:]  # the "From " separator is not part of the message
+        if chunk.startswith(b"From "):
+            chunk = chunk[chunk.find(b"\n") + 1:]  # the "From " separator is not part of the message
         # mboxrd quoting: ">From " at a line start was "From " in the message.
         chunk = re.sub(rb"(?m)^>(>*From )", rb"\1", chunk)
         yield Member(source.child(f"message-{n}.eml", chunk, mime="message/rfc822"))
+
+
+def _mbox_spans(data: bytes) -> list[tuple[int, int]]:
+    starts = [m.start() + (1 if m.group().startswith(b"\n") else 0) for m in _FROM_LINE.finditer(data)]
+    return list(zip(starts, [*starts[1:], len(data)]))
+
+
+def _mmdf_spans(data: bytes) -> list[tuple[int, int]]:
+    """Where each MMDF message lies: between a ``^A^A^A^A`` line and the next (a message may
+    still start with a "From " line, as Python's mailbox and some mail programs write it)."""
+    spans = []
+    at = 0
+    while (begin := data.find(_MMDF, at)) >= 0:
+        begin += len(_MMDF)
+        end = data.find(_MMDF, begin)
+        end = len(data) if end < 0 else end
+        if data[begin:end].strip():
+            spans.append((begin, end))
+        at = end + len(_MMDF)
+    return spans

@@ -265,3 +265,24 @@ def test_a_text_past_the_text_limit_says_partial(tmp_path: Path) -> None:
     doc = convert(Source.from_path(tmp_path / "long.txt"), limits=Limits(text_chars=100))[0].document
     assert doc is not None and 0 < len(doc.blocks) < 50
     assert doc.meta["partial"] == "text after the first 100 characters left out (the text one document keeps)"
+
+
+def test_an_mmdf_mailbox_keeps_every_message(tmp_path: Path) -> None:
+    import mailbox
+    from email.message import EmailMessage
+
+    box = mailbox.MMDF(str(tmp_path / "Archive"))  # a folder as mutt keeps them: no suffix
+    for i in range(1, 25):
+        m = EmailMessage()
+        m["From"], m["Subject"] = f"sender{i}@example.org", f"note {i}"
+        m.set_content(f"Message {i} about the harbour.")
+        box.add(m)
+    box.close()
+    with open(tmp_path / "Archive", "ab") as f:  # a writer that puts no "From " line inside
+        f.write(b"\x01\x01\x01\x01\nFrom: last@example.org\nSubject: the last\n\nIt says zanzibarquokka.\n"
+                b"\x01\x01\x01\x01\n")
+    outcomes = convert(Source.from_path(tmp_path / "Archive"), limits=Limits(members=20))
+    parent = parent_of(outcomes)
+    assert parent.mime == "application/mbox" and parent.meta["messages"] == "25" and "partial" not in parent.meta
+    assert [o.document.title for o in outcomes[1:] if o.document] == [f"note {i}" for i in range(1, 25)] + ["the last"]
+    assert "zanzibarquokka" in outcomes[-1].document.body_text()  # type: ignore[union-attr]
