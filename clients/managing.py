@@ -321,11 +321,15 @@ def cmd_exclude(args: argparse.Namespace) -> int:
         # that does not compile would stop every scan (settings.check raises ConfigError: exit 1).
         settings.check("exclude", list(args.patterns))
     for pattern in args.patterns if args.action != "list" else []:
-        if ask_daemon(args, f"exclude_{args.action}", pattern=pattern) is None and not _change_list(
-                home, "exclude", list(load_leniently(home)["exclude"]), args.action, pattern,
-                "not an excluded pattern"):
+        # A pattern that does not compile was left out when the file was read: the daemon never used
+        # it, and knows nothing to remove. It goes from the file, which a running daemon follows.
+        asked = ask_daemon(args, f"exclude_{args.action}", pattern=pattern) \
+            if args.action == "add" or _valid("exclude", pattern) else None
+        if asked is None and not _change_list(home, "exclude", list(load_leniently(home)["exclude"]), args.action,
+                                              pattern, "not an excluded pattern"):
             return EXIT_ERROR
-    patterns = list(settings.load(home, [])["exclude"])  # what the daemon uses: the valid ones
+    # What the daemon uses: the valid ones (a list says why any other is left out).
+    patterns = list((load_leniently(home) if args.action == "list" else settings.load(home, []))["exclude"])
     if args.json:
         print_json({"exclude": patterns})
     else:

@@ -49,6 +49,13 @@ def test_exclude_add_of_a_pattern_that_does_not_compile_is_refused_and_nothing_s
     # The file still works for every command that reads it.
     p = deskdex(home, "exclude", "list")
     assert p.returncode == 0 and p.stdout.split() == ["*.iso"], p
+    # One put in by hand is left out when read, and `exclude remove` takes it out of the file.
+    config(home).write_text('exclude = ["*.iso", "!"]\n')
+    p = deskdex(home, "exclude", "list")
+    assert p.returncode == 0 and p.stdout.split() == ["*.iso"], p
+    p = deskdex(home, "exclude", "remove", "!")
+    assert p.returncode == 0 and p.stdout.split() == ["*.iso"] and "(left out)" in p.stderr, p
+    assert settings.read(str(config(home)))["exclude"] == ["*.iso"]  # strict: nothing left that does not fit
 
 
 def test_the_pattern_check_is_the_scanners_matcher(tmp_path):
