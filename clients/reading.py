@@ -10,6 +10,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from deskdex.cluster import recorded_broker
 from deskdex.errors import ConfigError, DeskdexError
 
 from .ask import ask_daemon, home_of
@@ -123,7 +124,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         info.update(_status_from_index(home.data_dir, args.failures), daemon=False, state="idle", queue=0)
         info["ocr"] = _ocr_state(home)
     cfg = _settings_or_none(home)
-    cluster = _cluster_state(cfg) if cfg is not None else None
+    # The broker of the daemon that answered (its --broker, or the setting it started with), else the setting's.
+    running = recorded_broker(home.runtime_dir) if live is not None else ""
+    cluster = _cluster_state(cfg, running) if cfg is not None else None
     if cluster is not None:
         info["cluster"] = cluster
     if cfg is not None and cfg["shards"]:
@@ -200,19 +203,21 @@ def _settings_or_none(home: Home) -> Any:
         return None
 
 
-def _cluster_state(cfg: Any) -> dict[str, Any] | None:
-    """With the setting ``broker``: the cluster as the broker sees it (cluster/status.py); None without."""
-    if not cfg["broker"]:
+def _cluster_state(cfg: Any, running: str = "") -> dict[str, Any] | None:
+    """With a broker (the running daemon's, else the setting): the cluster as the broker sees it
+    (cluster/status.py); None without."""
+    broker = running or cfg["broker"]
+    if not broker:
         return None
     from deskdex.cluster import check_setting
 
     try:
-        check_setting(cfg["broker"], system=False)
+        check_setting(broker, system=False)
     except ConfigError as exc:  # Celery missing: said in place of the cluster's state
         return {"broker": "(set)", "error": f"cannot be read: {exc}"}
     from deskdex.cluster.status import cluster_status
 
-    return cluster_status(cfg["broker"], float(cfg["redelivery"]))
+    return cluster_status(broker)
 
 
 def _when(t: float) -> str:

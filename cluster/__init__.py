@@ -48,6 +48,39 @@ def check_setting(broker: str, system: bool) -> None:
                           "pip install 'deskdex[cluster]'") from exc
 
 
+# In a running daemon's runtime folder (private to its user): the broker it hands its files to,
+# given by --broker or the setting, so that `deskdex status` shows the same cluster either way.
+BROKER_FILE = "broker"
+
+
+def record_broker(runtime_dir: str, broker: str) -> None:
+    """Say in ``runtime_dir`` which broker the daemon starting there uses (none: the record goes)."""
+    import os
+
+    path = os.path.join(runtime_dir, BROKER_FILE)
+    if not broker:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        return
+    fd = os.open(path + ".new", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)  # it may hold a password
+    with os.fdopen(fd, "w") as f:
+        f.write(broker)
+    os.replace(path + ".new", path)
+
+
+def recorded_broker(runtime_dir: str) -> str:
+    """The broker the daemon of ``runtime_dir`` said it uses ("" if none): ask it only while it answers."""
+    import os
+
+    try:
+        with open(os.path.join(runtime_dir, BROKER_FILE)) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def remote_crawl(cfg: Config) -> RemoteCrawl | None:
     """Crawls through the workers of ``cfg``'s broker (close it when done), or None without one."""
     broker = str(cfg["broker"])

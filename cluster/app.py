@@ -23,19 +23,23 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from celery import Celery
 
 from deskdex.converters.convert import Outcome
+from deskdex.converters.limits import Limits
 from deskdex.errors import UnreadableFile
 
 from . import CRAWL_QUEUES, crawl_queue_name, wire
 from .broker import redis_client
 from .fetching import fetch_task
-from .worker import STATE, push
+from .worker import REPLY_PREFIX, STATE, keep_alive, push
 
 if TYPE_CHECKING:
+    from deskdex.converters.source import Source
     from deskdex.settings import Config
 
 logger = logging.getLogger(__name__)
@@ -43,6 +47,9 @@ logger = logging.getLogger(__name__)
 TASK = "deskdex.convert"
 QUEUE = "deskdex.convert"
 FETCH_TASK = "deskdex.fetch"
+# The worker's transport: kombu's Redis transport that sets aside a message it cannot take rather
+# than end the worker (cluster/transport.py).
+WORKER_TRANSPORT = "deskdex.cluster.transport:Transport"
 
 
 def crawl_queue(site: str) -> str:
@@ -52,8 +59,17 @@ def crawl_queue(site: str) -> str:
     return crawl_queue_name(shard_of(site, CRAWL_QUEUES))
 
 
-def make_app(broker: str, redelivery: float) -> Celery:
+def make_app(broker: str, redelivery: float, worker: bool = False) -> Celery:
+    """The Celery application; ``worker``: a worker's, whose transport survives what it cannot take."""
     app = Celery("deskdex", broker=broker, set_as_current=False)
+    if worker:
+        app.conf.broker_transport = WORKER_TRANSPORT
+        if broker.startswith("rediss:"):
+            # kombu turns TLS on by the URL's scheme only with its own transport's name; with ours,
+            # it is asked for here, verifying the server as the worker's own Redis client does.
+            import ssl
+
+            app.conf.broker_use_ssl = {"ssl_cert_reqs": ssl.CERT_REQUIRED}
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,
@@ -78,26 +94,53 @@ def make_app(broker: str, redelivery: float) -> Celery:
     return app
 
 
-def _convert(task: Any, sources: list[dict[str, Any]], limits: dict[str, Any], reply: str) -> None:
+def _convert(task: Any, sources: Any = None, limits: Any = None, reply: Any = None, *extra: Any, **unknown: Any) -> None:
     """Convert a batch of files, pushing each one's result as it is done: the coordinator stores
-    it at once, and a redelivered batch only repeats files whose results it will drop."""
+    it at once, and a redelivered batch only repeats files whose results it will drop. A task
+    that is not deskdex's (arguments missing or of another shape) is logged and dropped: it is
+    acknowledged, since it can never succeed."""
     try:
+        if extra or unknown or not isinstance(sources, list) or not isinstance(limits, dict) \
+                or not isinstance(reply, str) or not reply.startswith(REPLY_PREFIX):
+            raise wire.BadMessage(f"expected a list of files, limits and a {REPLY_PREFIX}... list to reply to, not "
+                                  f"{_shape([sources, limits, reply, *extra])}{' and ' + ', '.join(unknown) if unknown else ''}")
         batch = [wire.source_from_wire(s) for s in sources]
-        lim = wire.limits_from_wire(limits)
+        # The coordinator's limits, none above the worker's own (a task written by hand cannot raise them).
+        lim = STATE.capped(wire.limits_from_wire(limits))
     except wire.BadMessage as exc:
-        logger.error("dropped a task that is not deskdex's: %s", exc)  # acknowledged: it can never succeed
+        logger.error("dropped task %s, which is not deskdex's: %s", task.request.id, exc)
         return
     ids = {src.uri: f"{task.request.id}:{i}" for i, src in enumerate(batch)}  # as the coordinator numbers them
-    allowed = []
-    for src in batch:
-        if STATE.may_read(src):
-            allowed.append(src)
-        else:
-            refused = Outcome(src.uri, reason=UnreadableFile.reason,
-                              message=f"outside the folders this worker converts (its setting folders): {src.path}")
-            push(reply, {"id": ids[src.uri], "outcomes": wire.outcomes_to_wire([refused])})
-    for src, outcomes in STATE.pool(lim).map(allowed):
-        push(reply, {"id": ids[src.uri], "outcomes": wire.outcomes_to_wire(outcomes)})
+    opened: dict[int, int] = {}  # id() of the Source handed to the pool -> the descriptor it reads
+
+    def readable() -> Iterator[Source]:
+        # Each file is opened when its converter is ready for it, not when the batch arrives:
+        # what is converted is what was opened and checked (cluster/beneath.py).
+        for src in batch:
+            try:
+                local, fd = STATE.open_source(src)
+            except UnreadableFile as exc:
+                logger.warning("refused %s: %s", src.uri, exc)
+                push(reply, {"id": ids[src.uri], "outcomes": wire.outcomes_to_wire(
+                    [Outcome(src.uri, reason=exc.reason, message=str(exc))])})
+                continue
+            if fd is not None:
+                opened[id(local)] = fd
+            yield local
+
+    try:
+        for local, outcomes in STATE.pool(lim).map(readable()):
+            fd = opened.pop(id(local), None)
+            if fd is not None:
+                os.close(fd)
+            push(reply, {"id": ids[local.uri], "outcomes": wire.outcomes_to_wire(outcomes)})
+    finally:
+        for fd in opened.values():
+            os.close(fd)
+
+
+def _shape(values: list[Any]) -> str:
+    return "(" + ", ".join(type(v).__name__ for v in values) + ")"
 
 
 def run_worker(cfg: Config, broker: str, concurrency: int, name: str | None = None, verbose: bool = False,
@@ -114,14 +157,22 @@ def run_worker(cfg: Config, broker: str, concurrency: int, name: str | None = No
 
     STATE.redis = redis_client(broker)
     STATE.overrides = cfg["converters"]
-    STATE.roots = [os.path.realpath(f) for f in cfg.configured_folders()]
+    STATE.set_folders(cfg.configured_folders())
     STATE.allow_private = allow_private
+    STATE.limits = Limits.from_settings(cfg)
     crawls = range(CRAWL_QUEUES) if crawl_queues is None else crawl_queues
-    app = make_app(broker, float(cfg["redelivery"]))
+    app = make_app(broker, float(cfg["redelivery"]), worker=True)
     worker = app.Worker(pool="threads", concurrency=concurrency,
                         queues=[QUEUE, *(crawl_queue_name(k) for k in crawls)],
                         hostname=name or f"deskdex@{socket.gethostname()}.{os.getpid()}",
                         without_gossip=True, without_mingle=True, without_heartbeat=True,
                         loglevel="DEBUG" if verbose else "INFO", quiet=True)
-    worker.start()
+    stop = threading.Event()
+    alive = threading.Thread(target=keep_alive, args=(stop,), name="deskdex-alive", daemon=True)
+    alive.start()
+    try:
+        worker.start()
+    finally:
+        stop.set()
+        alive.join()
     return int(worker.exitcode or 0)

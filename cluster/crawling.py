@@ -41,6 +41,7 @@ from .app import FETCH_TASK, crawl_queue, make_app
 from .broker import redis_client
 from .fetching import fetch_key
 from .pool import ATTEMPTS, shown_url
+from .worker import REPLY_PREFIX
 
 if TYPE_CHECKING:
     from deskdex.converters.limits import Limits
@@ -62,7 +63,7 @@ class RemoteCrawl:
         self._groups: list[Group] = []
         self._app = make_app(broker, redelivery)
         self._redis = redis_client(broker)
-        self._reply = f"deskdex:reply:{uuid.uuid4().hex}"
+        self._reply = f"{REPLY_PREFIX}{uuid.uuid4().hex}"
         self._waiting: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[dict[str, Any]]]] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()

@@ -34,7 +34,7 @@ from deskdex.webcrawl.frontier import Frontier
 from deskdex.webcrawl.sink import FetchedPage, page_source
 
 from . import wire
-from .worker import STATE, push
+from .worker import REPLY_PREFIX, STATE, push
 
 logger = logging.getLogger(__name__)
 
@@ -54,12 +54,16 @@ def _taker(client: Any) -> Any:
     return client.register_script(_TAKE)
 
 
-def fetch_task(task: Any, request: dict[str, Any], reply: str) -> None:
+def fetch_task(task: Any, request: Any = None, reply: Any = None, *extra: Any, **unknown: Any) -> None:
     """The task: fetch, convert, push the result to ``reply`` (before the task is acknowledged)."""
     try:
+        if extra or unknown or not isinstance(request, dict) or not isinstance(reply, str) \
+                or not reply.startswith(REPLY_PREFIX):
+            raise wire.BadMessage(f"expected a request and a {REPLY_PREFIX}... list to reply to")
         job = wire.fetch_from_wire(request)
+        job.limits = STATE.capped(job.limits)  # lowered by the coordinator, never raised
     except wire.BadMessage as exc:
-        logger.error("dropped a task that is not deskdex's: %s", exc)  # acknowledged: it can never succeed
+        logger.error("dropped task %s, which is not deskdex's: %s", task.request.id, exc)  # acknowledged: it can never succeed
         return
     assert STATE.redis is not None
     if not _taker(STATE.redis)(keys=[fetch_key(task.request.id)]):

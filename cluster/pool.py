@@ -19,6 +19,8 @@ from deskdex.errors import BrokerUnavailable, ConverterCrashed
 
 from . import wire
 from .app import QUEUE, TASK, make_app
+from .redeliver import Redelivery
+from .worker import REPLY_PREFIX
 
 if TYPE_CHECKING:
     from deskdex.converters.limits import Limits
@@ -50,9 +52,10 @@ class RemotePool:
         # No reply for this long while files are out (the queue has not moved): the oldest is sent
         # again. Past the conversion's own limit and a dead worker's redelivery, with a margin.
         self.silence = limits.time_seconds + redelivery + 30.0
+        self.redelivery = redelivery
         self._app = make_app(broker, redelivery)
         self._redis = redis.Redis.from_url(broker, socket_connect_timeout=5)
-        self._reply = f"deskdex:reply:{uuid.uuid4().hex}"
+        self._reply = f"{REPLY_PREFIX}{uuid.uuid4().hex}"
         self._limits = wire.limits_to_wire(limits)
 
     def pids(self) -> list[int]:
@@ -68,7 +71,7 @@ class RemotePool:
             pass
         self._app.close()  # its connections to the broker: a daemon makes a pool each time it has work
 
-    def _send(self, batch: list[Source]) -> list[str]:
+    def _send(self, batch: list[Source], tasks: Redelivery) -> list[str]:
         """Queue ``batch`` as one task; the ids its files' results come back with."""
         tid = uuid.uuid4().hex
         try:
@@ -76,6 +79,7 @@ class RemotePool:
                                 task_id=tid, queue=QUEUE)
         except Exception as exc:  # kombu's OperationalError and the transport's own errors
             raise BrokerUnavailable(f"cannot queue files on the broker {shown_url(self.broker)}: {exc}") from exc
+        tasks.sent(tid)
         return [f"{tid}:{i}" for i in range(len(batch))]
 
     def map(self, sources: Iterable[Source], stop: threading.Event | None = None
@@ -87,6 +91,7 @@ class RemotePool:
 
         todo = iter(sources)
         out: OrderedDict[str, tuple[Source, int]] = OrderedDict()  # file id -> (source, attempt), oldest first
+        tasks = Redelivery(self._redis, QUEUE, self.redelivery)  # this setting, not the workers', governs
         exhausted = False
         last_news = time.monotonic()
         while True:
@@ -104,21 +109,28 @@ class RemotePool:
                 if batch:
                     if not out:
                         last_news = time.monotonic()
-                    out.update(zip(self._send(batch), ((s, 1) for s in batch)))
+                    out.update(zip(self._send(batch, tasks), ((s, 1) for s in batch)))
             if not out:
                 return
             if stop is not None and stop.is_set():
                 return
             try:
+                tasks.look()
                 item = self._redis.blpop([self._reply], timeout=0.25 if stop is not None else 1.0)
             except redis.RedisError as exc:
                 raise BrokerUnavailable(f"lost the broker {shown_url(self.broker)}: {exc}") from exc
             if item is not None:
                 try:
                     msg = json.loads(item[1])
-                    entry = out.pop(str(msg["id"]), None)
+                    fid = str(msg["id"])
+                    entry = out.pop(fid, None)
                     if entry is None:
                         continue  # a second delivery's result, or one for a file given up
+                    tid = fid.partition(":")[0]
+                    if any(k.startswith(tid + ":") for k in out):
+                        tasks.heard(tid)  # its worker is alive: its other files are not given back
+                    else:
+                        tasks.done(tid)
                     outcomes = wire.outcomes_from_wire(msg["outcomes"])
                 except (ValueError, KeyError, TypeError, wire.BadMessage) as exc:
                     logger.error("dropped a reply that is not a worker's: %s", exc)
@@ -132,7 +144,7 @@ class RemotePool:
             last_news = time.monotonic()
             if attempt < ATTEMPTS:
                 logger.warning("no worker answered for %s in %.0f s: sent again", source.uri, self.silence)
-                out[self._send([source])[0]] = (source, attempt + 1)
+                out[self._send([source], tasks)[0]] = (source, attempt + 1)
             else:
                 yield source, [Outcome(source.uri, reason=ConverterCrashed.reason,
                                        message=f"no deskdex worker converted it ({ATTEMPTS} tries, "

@@ -9,14 +9,20 @@ from typing import Any
 from . import CRAWL_QUEUES, crawl_queue_name
 from .app import QUEUE, make_app
 from .pool import BATCH_FILES, shown_url
+from .redeliver import UNACKED
 
 PING_SECONDS = 1.0  # a worker busy converting answers between two files; an idle one at once
 
-# kombu's Redis transport keeps the messages taken and not yet acknowledged in this hash.
-UNACKED = "unacked"
+
+# The visibility timeout of the Celery app status pings the workers with. A kombu consumer gives
+# back, whenever it waits, every task taken longer ago than its visibility timeout, whoever holds
+# it: made with the home's redelivery (3 s in a test), `deskdex status` put a live worker's task
+# back in the queue, to be converted twice. Status looks and gives nothing back: that is the
+# coordinator's (cluster/redeliver.py) and the workers' own.
+NEVER_RESTORE = 10.0 ** 9
 
 
-def cluster_status(broker: str, redelivery: float) -> dict[str, Any]:
+def cluster_status(broker: str) -> dict[str, Any]:
     import redis
 
     out: dict[str, Any] = {"broker": shown_url(broker)}
@@ -26,7 +32,7 @@ def cluster_status(broker: str, redelivery: float) -> dict[str, Any]:
         out["crawl_queued"] = {str(k): int(client.llen(crawl_queue_name(k))) for k in range(CRAWL_QUEUES)}
         out["taken"] = _taken(client.hvals(UNACKED))
         client.close()
-        app = make_app(broker, redelivery)
+        app = make_app(broker, NEVER_RESTORE)
         try:
             replies = app.control.ping(timeout=PING_SECONDS) or []
         finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import math
 from typing import Any
 
 from deskdex.converters.convert import Outcome
@@ -50,13 +51,29 @@ def limits_to_wire(limits: Limits) -> dict[str, Any]:
 
 
 def limits_from_wire(msg: dict[str, Any]) -> Limits:
+    """Limits as sent; BadMessage unless every one is a finite number, not below 0, of its type
+    (a limit of NaN or "1e9" would compare as no limit at all)."""
     try:
         fields = dict(msg)
         ocr = dict(fields.pop("ocr", {}))
-        ocr["languages"] = tuple(ocr.get("languages", ()))
-        return Limits(**fields, ocr=OcrOptions(**ocr))
+        ocr["languages"] = tuple(str(x) for x in ocr.get("languages", ()))
+        limits = Limits(**fields, ocr=OcrOptions(**ocr))
     except (TypeError, ValueError) as exc:
         raise BadMessage(f"not conversion limits: {exc}") from exc
+    for owner in (limits, limits.ocr):
+        for f in dataclasses.fields(owner):
+            value, kind = getattr(owner, f.name), type(getattr(type(owner)(), f.name))
+            if kind in (int, float) and not _a_number(value, kind):
+                raise BadMessage(f"not conversion limits: {f.name} is {value!r}, not a number of 0 or more")
+            if kind is bool and not isinstance(value, bool):
+                raise BadMessage(f"not conversion limits: {f.name} is {value!r}, not true or false")
+    return limits
+
+
+def _a_number(value: Any, kind: type) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
+        return False
+    return math.isfinite(value) and value >= 0
 
 
 def outcomes_to_wire(outcomes: list[Outcome]) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ import os
 import signal
 from typing import Sequence
 
-from deskdex.cluster import check_setting as check_broker
+from deskdex.cluster import check_setting as check_broker, record_broker
 from deskdex.converters.isolation import lower_priority
 from deskdex.settings import Config
 
@@ -33,6 +33,7 @@ def run_daemon(cfg: Config, once: bool = False, system: bool = False, problems: 
     with InstanceLock(os.path.join(home.data_dir, "daemon.lock")):
         if not system:
             private_dir(home.runtime_dir)
+            record_broker(home.runtime_dir, str(cfg["broker"]))  # --broker too: `deskdex status` shows it
         daemon = Daemon(cfg, system=system)
         daemon.settings_problems = list(problems)
         for problem in problems:
