@@ -1,10 +1,11 @@
 """One Source in, its Document and those of its members out, each member failing on its own.
 
 A container stops taking members at a limit, keeping those converted and saying how many it left
-out (``limits.left_out``: the file is ``partial``): past ``Limits.members`` (a mail store's
-messages excepted: ``limits.SIZE_BOUNDED``), or once ``CONTAINER_SHARE`` of the time limit is
-spent, so that a store too big to convert in time keeps what it read rather than being killed
-with nothing kept. A container that breaks after some members keeps them the same way.
+out. Past ``Limits.members`` (a mail store's messages excepted: ``limits.SIZE_BOUNDED``), or when it
+breaks after some members, the same bytes would stop the same way: the file is ``partial``
+(``limits.left_out``). Once ``CONTAINER_SHARE`` of the time limit is spent, it stops rather than be
+killed with nothing kept: the members read are kept and the container itself fails ``timeout``,
+which a busy machine may cause, so it is tried again later like any timeout.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from .detect import OCTET, detect, sniff
 from . import language
 from .document import Document
 from deskdex.errors import (ConversionError, ConverterMissing, CorruptFile, HostileInput, NotConfigured,
-                            SizeLimit, UnsupportedFormat)
+                            SizeLimit, TimeLimit, UnsupportedFormat)
 from .limits import SIZE_BOUNDED, Limits, left_out
 from .registry import Member, Registry, default_registry
 from .source import Source
@@ -132,6 +133,7 @@ def _members(source: Source, mime: str, gen: Generator[Document | Member, None, 
     count = 0
     counted = mime not in SIZE_BOUNDED
     why = ""  # the limit that stopped the container early
+    late = False  # that limit was the time
     try:
         for item in gen:
             if isinstance(item, Document):
@@ -142,7 +144,7 @@ def _members(source: Source, mime: str, gen: Generator[Document | Member, None, 
                 why = f"over the limit of {limits.members:,} members"
                 break
             if time.monotonic() > _DEADLINE.get():
-                why = f"the time limit ({limits.time_seconds:g} s) ran out"
+                why, late = f"the time limit ({limits.time_seconds:g} s) ran out", True
                 break
             count += 1
             if item.error is not None:
@@ -166,7 +168,9 @@ def _members(source: Source, mime: str, gen: Generator[Document | Member, None, 
     if len(out) == parent_at or out[parent_at].uri != source.uri:
         out.insert(parent_at, Outcome(source.uri, name_only(source, source.mime or OCTET)))
     parent_doc = out[parent_at].document
-    if why and parent_doc is not None:
+    if why and parent_doc is not None and late:
+        out[parent_at] = Outcome(source.uri, reason=TimeLimit.reason, message=_left(parent_doc, count, why))
+    elif why and parent_doc is not None:
         left_out(parent_doc, _left(parent_doc, count, why))
 
 
