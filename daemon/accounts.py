@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 
 from deskdex.converters.privilege import NOBODY, RunAs
 from deskdex.index.access import AccessChecker, Principal
+from deskdex.paths import folder_of
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +131,9 @@ class AccountWatcher:
     def _read(self) -> None:
         self._stamp = stamp()
         self.accounts = load(self.names)
-        logger.info("accounts: %s", ", ".join(f"{a.name} ({a.uid})" for a in self.accounts) or "none")
+        named = ", ".join(f"{a.name} ({a.uid})" for a in self.accounts[:5]) or "none"
+        more = len(self.accounts) - 5
+        logger.info("accounts: %s%s", named, f" and {more} more" if more > 0 else "")
 
     def reload(self) -> bool:
         """Read the accounts again if the account files changed; True when they had."""
@@ -154,11 +157,15 @@ class AccountWatcher:
     def reader_of(self) -> Callable[[str], RunAs]:
         """Whose rights read a path: the account whose home holds it (the innermost, when homes
         nest), else nobody's (a configured folder outside every home may hold anyone's files)."""
-        by_home = sorted(((os.path.abspath(a.home).rstrip(os.sep) + os.sep, a.run_as) for a in self.accounts),
-                         key=lambda t: -len(t[0]))
+        # Looked up by each folder above the path, not by a look at every home: a server with
+        # 10,000 accounts asks for every file it converts.
+        by_home: dict[str, RunAs] = {}
+        for a in self.accounts:  # the first account of a home shared by several, as before
+            by_home.setdefault(os.path.abspath(a.home).rstrip(os.sep) or os.sep, a.run_as)
 
         def reader(path: str) -> RunAs:
-            return next((who for home, who in by_home if path.startswith(home)), NOBODY)
+            home = folder_of(os.path.dirname(path), by_home)  # below a home, not the home itself
+            return NOBODY if home is None else by_home[home]
 
         return reader
 

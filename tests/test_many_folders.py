@@ -245,3 +245,32 @@ def test_rescans_of_many_folders_are_one_pass_over_the_same_folders():
     homes = [f"/srv/homes/u{i:05d}" for i in range(FOLDERS)]
     assert rescan_roots(homes, homes) == homes  # an overflow: every home, once (10^8 comparisons before)
     assert rescan_roots(["/srv/homes/u09999/Documents"], homes) == ["/srv/homes/u09999"]
+
+
+def test_whose_rights_read_a_file_among_ten_thousand_homes():
+    """Enterprise mode reads each file with the rights of the account whose home holds it (the
+    innermost when homes nest), else nobody's: the same answers as the look at every home it was,
+    at the cost of the path's depth. (Accounts as data: no 10,000 Unix accounts are made.)"""
+    from deskdex.converters.privilege import NOBODY
+    from deskdex.daemon.accounts import Account, AccountWatcher
+
+    def account(uid: int, home: str) -> Account:
+        return Account(f"u{uid}", uid, uid, home, frozenset({uid}))
+
+    def every_home(accounts: list[Account], path: str):  # the earlier way, the reference
+        by_home = sorted(((os.path.abspath(a.home).rstrip(os.sep) + os.sep, a.run_as) for a in accounts),
+                         key=lambda t: -len(t[0]))
+        return next((who for home, who in by_home if path.startswith(home)), NOBODY)
+
+    watcher = AccountWatcher.__new__(AccountWatcher)  # its accounts only: no /etc files read, nothing watched
+    nested = [account(1000, "/home/a"), account(1001, "/home/a/b"), account(1002, "/home/ab"),
+              account(1003, "/home/c/"), account(1004, "/home/c"), account(1005, "/srv")]
+    watcher.accounts = nested
+    reader = watcher.reader_of()
+    for path in ("/home/a/f.txt", "/home/a/b/f.txt", "/home/a/bc/f.txt", "/home/ab/f.txt", "/home/abc/f.txt",
+                 "/home/c/f.txt", "/home/a", "/srv/x/y/z.txt", "/tmp/f.txt"):
+        assert reader(path) == every_home(nested, path), path
+    watcher.accounts = [account(2000 + i, f"/home/u{i:05d}") for i in range(FOLDERS)]
+    reader = watcher.reader_of()
+    assert reader("/home/u09999/Documents/a.txt").uid == 2000 + FOLDERS - 1
+    assert reader("/home/u099990/a.txt") == NOBODY
