@@ -227,6 +227,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not listen:
         print("deskdex: nothing to listen on: give --listen HOST:PORT or set `listen`", file=sys.stderr)
         return EXIT_USAGE
+    if not getattr(args, "verbose", False):
+        # A server's log names what it refused and why (one line each), as the daemon's does.
+        logging.getLogger().setLevel(logging.INFO)
     return serve(home.data_dir, listen, str(cfg["token"]), str(cfg["tls_cert"]), str(cfg["tls_key"]))
 
 
