@@ -11,6 +11,8 @@ import pytest
 from .conftest import CLI
 from .daemon_fixture import DaemonProcess
 
+pytestmark = pytest.mark.slow  # daemons
+
 
 def config(home: Path) -> dict:
     path = home / "config" / "config.toml"

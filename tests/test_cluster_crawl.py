@@ -411,6 +411,8 @@ from deskdex.cluster.wire import fetch_to_wire
 from deskdex.converters import Limits
 from deskdex.webcrawl.fetch import FetchSettings
 from deskdex.webcrawl.frontier import Request
+
+pytestmark = pytest.mark.slow  # Redis, workers and crawls
 app = make_app({broker!r}, 300.0)
 r = redis.Redis.from_url({broker!r}, socket_timeout=90)
 msg = fetch_to_wire(Request({site.url("/p/1")!r}), None, FetchSettings(allow_private=True), 1 << 20, 0.0, Limits())

@@ -17,6 +17,8 @@ from .test_dups_cli import text
 from .test_dups_kinds import edited
 from .test_tray import qapp, wait_for, xvfb  # noqa: F401  (fixtures)
 
+pytestmark = pytest.mark.slow  # Xvfb and Qt, indexes built per test
+
 
 @pytest.fixture
 def docs(cli: CLI, tmp_path: Path) -> Path:

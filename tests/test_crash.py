@@ -14,6 +14,8 @@ import pytest
 
 from .daemon_fixture import BUSY_TIMEOUT, DaemonProcess
 
+pytestmark = pytest.mark.slow  # kills a daemon again and again
+
 
 def word(i: int) -> str:
     # One unique word per file, that no stemmer shortens: qbcdx.

@@ -17,7 +17,7 @@ from .conftest import CLI, DESKDEX, ROOT
 from .daemon_fixture import BUSY_TIMEOUT, CLIENT_TIMEOUT, DaemonProcess
 from .webcrawl_site import SiteServer
 
-pytestmark = pytest.mark.timeout(BUSY_TIMEOUT)  # the daemon's waits are measured in daemon_fixture.Patience
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(BUSY_TIMEOUT)]  # the daemon's waits are measured in daemon_fixture.Patience
 
 # The daemon crawls on an idle-priority thread, which a busy machine may starve: its wall-clock
 # time limits get headroom, as the speed of the crawl is not what is tested here.

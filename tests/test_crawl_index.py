@@ -14,6 +14,8 @@ from .conftest import CLI
 from .daemon_fixture import BUSY_TIMEOUT, DaemonProcess
 from .webcrawl_site import SiteServer
 
+pytestmark = pytest.mark.slow  # crawls a local site, then a daemon
+
 
 def test_crawl_command_indexes_pages_searchable_as_web(cli: CLI):
     with SiteServer(kind="topic", pages=12) as site:

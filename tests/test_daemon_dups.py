@@ -7,7 +7,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from .daemon_fixture import DaemonProcess
+
+pytestmark = pytest.mark.slow  # a daemon
 
 PARAGRAPH = "<p>The quick brown fox jumps over the lazy dog near the riverbank, where kestrels hunt at dusk.</p>\n"
 

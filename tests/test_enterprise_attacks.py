@@ -20,7 +20,7 @@ import pytest
 from .accounts import IS_ROOT, Users, clients_or_skip, run_as
 from .daemon_fixture import DaemonProcess
 
-pytestmark = pytest.mark.skipif(not IS_ROOT, reason="needs root: useradd, setpriv, the system daemon")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not IS_ROOT, reason="needs root: useradd, setpriv, the system daemon")]
 
 SECRET, ROOT_SECRET = "zebrawolf", "yakheron"
 

@@ -31,6 +31,8 @@ from deskdex.converters.registry import Member
 
 from .conftest import CLI, DESKDEX
 
+pytestmark = pytest.mark.slow  # LibreOffice makes the files
+
 HERE = Path(__file__).resolve().parent
 
 REPORT_HTML = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Zebra Migration Report</title>

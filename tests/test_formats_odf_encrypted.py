@@ -79,6 +79,8 @@ def test_odt_with_an_encrypted_content_part_is_encrypted(tmp_path: Path) -> None
 SAVE_WITH_PASSWORD = r"""
 import os, subprocess, sys, tempfile, time, uno
 from com.sun.star.beans import PropertyValue
+
+pytestmark = pytest.mark.slow  # LibreOffice makes the files
 def prop(name, value):
     p = PropertyValue(); p.Name = name; p.Value = value; return p
 out, profile = sys.argv[1], tempfile.mkdtemp()

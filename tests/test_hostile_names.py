@@ -30,7 +30,7 @@ from deskdex.pipeline.indexer import Indexer
 from .conftest import CLI, DESKDEX
 from .daemon_fixture import BUSY_TIMEOUT, DaemonProcess
 
-pytestmark = pytest.mark.timeout(BUSY_TIMEOUT)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(BUSY_TIMEOUT)]
 
 BAD = b"bad\xff\xfe name.txt"  # not UTF-8: what old archives and USB sticks hold
 BAD_DIR = b"folder \xe9t\xe9"  # Latin-1 "été"

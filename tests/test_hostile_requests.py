@@ -618,6 +618,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 pytestmark_daemon = pytest.mark.timeout(BUSY_TIMEOUT)
 
 
+@pytest.mark.slow
 @pytestmark_daemon
 def test_huge_limit_is_refused_and_the_daemon_lives(site: Site):
     out = site.attack("limit")
@@ -625,6 +626,7 @@ def test_huge_limit_is_refused_and_the_daemon_lives(site: Site):
     site.victim_finds_new_file()
 
 
+@pytest.mark.slow
 @pytestmark_daemon
 def test_half_open_connections_are_capped_per_user(site: Site):
     signals = site.root / "signals"  # where the attacker says it holds its connections
@@ -650,6 +652,7 @@ def test_half_open_connections_are_capped_per_user(site: Site):
     assert log.count("refused") <= 2 and "accept failed" not in log, log[-3000:]
 
 
+@pytest.mark.slow
 @pytestmark_daemon
 def test_prefix_flood_and_huge_queries_are_refused_quickly(site: Site):
     out = site.attack("prefix")
@@ -658,6 +661,7 @@ def test_prefix_flood_and_huge_queries_are_refused_quickly(site: Site):
     site.victim_finds_new_file()
 
 
+@pytest.mark.slow
 @pytestmark_daemon
 def test_malformed_requests_are_answered_not_crashed(site: Site):
     out = site.attack("malformed")
@@ -667,6 +671,7 @@ def test_malformed_requests_are_answered_not_crashed(site: Site):
     site.victim_finds_new_file()
 
 
+@pytest.mark.slow
 @pytestmark_daemon
 def test_fuzz_of_ten_thousand_hostile_requests(site: Site):
     out = site.attack("fuzz", "15", "10000", timeout=600)
@@ -678,6 +683,7 @@ def test_fuzz_of_ten_thousand_hostile_requests(site: Site):
     site.victim_finds_new_file()
 
 
+@pytest.mark.slow
 @pytestmark_daemon
 def test_settings_of_the_wrong_type_do_not_keep_the_daemon_from_starting(site: Site):
     site.daemon.stop()

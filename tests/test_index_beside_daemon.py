@@ -13,7 +13,7 @@ import pytest
 from .conftest import CLI
 from .daemon_fixture import BUSY_TIMEOUT, CLIENT_TIMEOUT, DaemonProcess
 
-pytestmark = pytest.mark.timeout(BUSY_TIMEOUT)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(BUSY_TIMEOUT)]
 
 
 def test_index_hands_its_job_to_the_running_daemon(tmp_path: Path) -> None:

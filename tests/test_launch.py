@@ -23,6 +23,8 @@ from deskdex.paths import ENV, SOCKET_NAME, Home
 from .conftest import DESKDEX
 from .daemon_fixture import DaemonProcess
 
+pytestmark = pytest.mark.slow  # daemons
+
 HEAVY = ("argparse", "json", "typing", "dataclasses", "deskdex.clients.cli", "platformdirs", "deskdex.index",
          "tantivy", "re", "socket")
 # Runs the console script's entry point as installed, then reports which heavy modules it loaded.

@@ -17,7 +17,7 @@ from deskdex.pipeline.scan import Excluder, FileInfo
 from .daemon_fixture import BUSY_TIMEOUT, DaemonProcess
 from .live_burst import COMMON, Burst, catalog_state, digest, explain, settle_and_compare
 
-pytestmark = pytest.mark.timeout(BUSY_TIMEOUT)  # the daemon's waits are measured in daemon_fixture.Patience
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(BUSY_TIMEOUT)]  # the daemon's waits are measured in daemon_fixture.Patience
 
 EXCLUDED = Excluder().excluded
 

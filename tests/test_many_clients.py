@@ -22,7 +22,8 @@ from deskdex.errors import DaemonUnavailable
 
 from .daemon_fixture import BUSY_TIMEOUT, DaemonProcess
 
-pytestmark = [pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="needs Unix sockets"),
+pytestmark = [pytest.mark.slow,  # daemons
+              pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="needs Unix sockets"),
               pytest.mark.timeout(BUSY_TIMEOUT)]
 
 BURST = 64

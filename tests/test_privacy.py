@@ -105,6 +105,7 @@ def test_regular_accounts_are_discovered(open_dir: Path):
         subprocess.run(["userdel", "-r", name], capture_output=True)
 
 
+@pytest.mark.slow
 @needs_root
 def test_system_daemon_serves_each_user_what_they_may_read(open_dir: Path):
     py, lib = clients_or_skip(open_dir)

@@ -174,6 +174,7 @@ def test_a_bridge_through_another_users_document_joins_nothing(tmp_path: Path):
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="makes real accounts and runs their clients: needs root")
 
 
+@pytest.mark.slow
 @needs_root
 def test_an_attacker_learns_nothing_of_a_victims_private_files(open_dir: Path):
     """Alice probes for a private file of Bob's: a copy of its bytes, the words it holds. Her answers

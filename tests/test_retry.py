@@ -23,7 +23,7 @@ from .conftest import CLI, DESKDEX, ROOT
 from .daemon_fixture import BUSY_TIMEOUT, CLIENT_TIMEOUT, DaemonProcess, Patience
 from .misbehaving import settings_for
 
-pytestmark = pytest.mark.timeout(BUSY_TIMEOUT)  # the daemon's waits are measured in daemon_fixture.Patience
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(BUSY_TIMEOUT)]  # the daemon's waits are measured in daemon_fixture.Patience
 
 
 def held_folder(tmp_path: Path) -> tuple[Path, Path, str, dict[str, str]]:

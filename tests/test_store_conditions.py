@@ -24,6 +24,8 @@ from deskdex.index.storeerrors import LOW_SPACE, from_tantivy
 
 from .daemon_fixture import DaemonProcess
 
+pytestmark = pytest.mark.slow  # daemons on full and read-only file systems
+
 WORD = "ledger"  # in every file: a search for it lists the whole index
 
 

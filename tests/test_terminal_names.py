@@ -19,7 +19,7 @@ from deskdex.clients.render import print_results, raw_path, terminal_safe
 from .conftest import DESKDEX, ROOT
 from .daemon_fixture import BUSY_TIMEOUT, DaemonProcess
 
-pytestmark = pytest.mark.timeout(BUSY_TIMEOUT)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(BUSY_TIMEOUT)]
 
 # Each holds the word "zebrafish" and a word of its own (distinct texts: no two are duplicates).
 FOUND = {

@@ -32,7 +32,7 @@ import pytest
 from .conftest import ROOT
 from .daemon_fixture import BUSY_TIMEOUT, CLIENT_TIMEOUT, DaemonProcess
 
-pytestmark = pytest.mark.timeout(BUSY_TIMEOUT)  # the daemon's waits are measured in daemon_fixture.Patience
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(BUSY_TIMEOUT)]  # the daemon's waits are measured in daemon_fixture.Patience
 
 ARTIFACTS = ROOT / "test-artifacts"
 WAIT = 60.0  # seconds the tray may take to show what the daemon answered (a busy machine is slow)
