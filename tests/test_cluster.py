@@ -25,8 +25,9 @@ from .conftest import CLI, DESKDEX, ROOT, make_docx, make_pdf
 from .misbehaving import CONTROL, settings_for
 from .test_dups_cli import text
 
-pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None,
-                                reason="redis-server is not installed (packaging/system-deps.sh installs it)")
+pytestmark = [pytest.mark.slow,  # Redis, workers and daemons
+              pytest.mark.skipif(shutil.which("redis-server") is None,
+                                 reason="redis-server is not installed (packaging/system-deps.sh installs it)")]
 
 
 def _free_port() -> int:

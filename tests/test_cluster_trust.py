@@ -34,8 +34,9 @@ from .daemon_fixture import DaemonProcess
 from .test_cluster import RedisServer, Worker, _misbehaving, broker, redis_server, workers  # noqa: F401  (fixtures)
 from .test_dups_cli import text
 
-pytestmark = pytest.mark.skipif(not Path("/usr/bin/redis-server").exists() and not Path("/usr/local/bin/redis-server").exists(),
-                                reason="redis-server is not installed (packaging/system-deps.sh installs it)")
+pytestmark = [pytest.mark.slow,  # Redis, workers and daemons
+              pytest.mark.skipif(not Path("/usr/bin/redis-server").exists() and not Path("/usr/local/bin/redis-server").exists(),
+                                 reason="redis-server is not installed (packaging/system-deps.sh installs it)")]
 
 QUEUE = "deskdex.convert"
 

@@ -55,6 +55,7 @@ def test_sniff_mail(head: bytes, mime: str) -> None:
     assert sniff(head) == mime
 
 
+@pytest.mark.slow
 def test_thunderbird_and_maildir_indexed_and_searched(cli: CLI, tmp_path: Path) -> None:
     tree = tmp_path / "mail"
     folders = tree / "profile" / "Mail" / "Local Folders"

@@ -50,7 +50,8 @@ from .test_formats_office import RTF, epub, odf
 from .test_formats_postscript import EPS
 from .test_formats_video import make_mkv
 
-pytestmark = [pytest.mark.skipif(not IS_ROOT, reason="needs root: useradd, a converter dropping to the account"),
+pytestmark = [pytest.mark.slow,  # an account, every format converted twice
+              pytest.mark.skipif(not IS_ROOT, reason="needs root: useradd, a converter dropping to the account"),
               pytest.mark.skipif(bool(missing_tools()), reason="needs useradd, userdel (package passwd)")]
 
 WORD = "quagmire"  # in every sample that has words of its own

@@ -13,6 +13,8 @@ import pytest
 from .conftest import CLI
 from .test_dups_cli import WORDS
 
+pytestmark = pytest.mark.slow  # several indexes, shard servers and daemons
+
 def _docstrings(module: Path) -> str:
     """A module's docstrings: real English prose with real word statistics (Zipf's, not a
     generator's), found on every machine that runs the tests."""
