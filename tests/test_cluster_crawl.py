@@ -20,6 +20,8 @@ from .conftest import CLI, DESKDEX, ROOT
 from .test_cluster import RedisServer, Worker, _cli, broker, redis_server, workers  # noqa: F401 (fixtures)
 from .webcrawl_site import SiteServer
 
+pytestmark = pytest.mark.slow  # Redis, workers and crawls
+
 DELAY = 0.05
 WORKER = "redelivery = 3.0\n"
 # The coordinator's: a dead worker's request is sent again after redelivery + 2 deadlines + 5 s.
@@ -411,20 +413,18 @@ from deskdex.cluster.wire import fetch_to_wire
 from deskdex.converters import Limits
 from deskdex.webcrawl.fetch import FetchSettings
 from deskdex.webcrawl.frontier import Request
-
-pytestmark = pytest.mark.slow  # Redis, workers and crawls
 app = make_app({broker!r}, 300.0)
 r = redis.Redis.from_url({broker!r}, socket_timeout=90)
 msg = fetch_to_wire(Request({site.url("/p/1")!r}), None, FetchSettings(allow_private=True), 1 << 20, 0.0, Limits())
 queue = crawl_queue({site.netloc!r})
 # Forged: nobody opened its key.
-app.send_task(FETCH_TASK, args=[msg, "test:reply"], task_id="forged", queue=queue)
+app.send_task(FETCH_TASK, args=[msg, "deskdex:reply:test"], task_id="forged", queue=queue)
 # Made once, then delivered again.
 r.set("deskdex:fetch:twice", "open", ex=60)
-app.send_task(FETCH_TASK, args=[msg, "test:reply"], task_id="twice", queue=queue)
-first = r.blpop(["test:reply"], timeout=60)
-app.send_task(FETCH_TASK, args=[msg, "test:reply"], task_id="twice", queue=queue)
-second = r.blpop(["test:reply"], timeout=4)
+app.send_task(FETCH_TASK, args=[msg, "deskdex:reply:test"], task_id="twice", queue=queue)
+first = r.blpop(["deskdex:reply:test"], timeout=60)
+app.send_task(FETCH_TASK, args=[msg, "deskdex:reply:test"], task_id="twice", queue=queue)
+second = r.blpop(["deskdex:reply:test"], timeout=4)
 print(json.dumps([json.loads(first[1])["id"] if first else None, second is not None]))
 """
         p = subprocess.run([sys.executable, "-c", forge], capture_output=True, text=True, cwd=tmp_path, timeout=120,
@@ -440,8 +440,8 @@ print(json.dumps([json.loads(first[1])["id"] if first else None, second is not N
         workers.append(Worker(tmp_path, "public", broker, WORKER))
         asked = forge.split("# Forged")[0] + """
 r.set("deskdex:fetch:private", "open", ex=60)
-app.send_task(FETCH_TASK, args=[msg, "test:reply"], task_id="private", queue=queue)
-answer = r.blpop(["test:reply"], timeout=60)
+app.send_task(FETCH_TASK, args=[msg, "deskdex:reply:test"], task_id="private", queue=queue)
+answer = r.blpop(["deskdex:reply:test"], timeout=60)
 print(answer[1].decode() if answer else "")
 """
         p = subprocess.run([sys.executable, "-c", asked], capture_output=True, text=True, cwd=tmp_path, timeout=120,
