@@ -356,6 +356,8 @@ class Collection:
         a file with identical bytes that ``reusable`` allows."""
         row.blob, row.text_sum, row.title, row.mime = same.blob, same.text_sum, same.title, same.mime
         row.lang = same.lang
+        if same.reason == PARTIAL:  # the same text leaves the same out: still listed with the failures
+            row.reason, row.error = same.reason, same.error
         self._store(row, self.document(row))
 
     @_writes

@@ -287,3 +287,24 @@ def test_an_mmdf_mailbox_keeps_every_message(tmp_path: Path) -> None:
     assert parent.mime == "application/mbox" and parent.meta["messages"] == "25" and "partial" not in parent.meta
     assert [o.document.title for o in outcomes[1:] if o.document] == [f"note {i}" for i in range(1, 25)] + ["the last"]
     assert "zanzibarquokka" in outcomes[-1].document.body_text()  # type: ignore[union-attr]
+
+
+def test_a_partial_file_stays_listed_when_its_text_is_reused(tmp_path: Path) -> None:
+    """A copy of a partial file (or the file touched) takes its stored text without a conversion
+    (Collection.reuse): it leaves out the same, so it is listed and counted the same."""
+    from deskdex.index import Collection, reports
+    from deskdex.index.store import Row
+
+    doc = Document(uri="file:///w/big.gnumeric", mime="application/x-gnumeric", title="big")
+    doc.add("td", "osprey")
+    doc.meta["partial"] = "cells after the first 200,000 left out (the cells one workbook keeps)"
+    with Collection.open(str(tmp_path / "data"), writable=True) as coll:
+        coll.put(Row(uri=doc.uri, path="/w/big.gnumeric", raw_sum="r1"), doc)
+        same = coll.get(doc.uri)
+        assert same is not None
+        coll.reuse(Row(uri="file:///w/copy.gnumeric", path="/w/copy.gnumeric", raw_sum="r1"), same)
+        coll.commit()
+        listed = {(f["path"], f["reason"], f["message"]) for f in reports.failures(coll)}
+        counts = coll.catalog.counts()
+    assert listed == {(p, "partial", doc.meta["partial"]) for p in ("/w/big.gnumeric", "/w/copy.gnumeric")}
+    assert counts["documents"] == 2 and counts["failed_by_reason"] == {"partial": 2}
