@@ -1,13 +1,16 @@
-# Two commands matter: `make run` (set up, then index and stay up) and `make test`.
+# Two commands matter: `make run` (set up, then index and stay up) and `make test`; `make test-quick`
+# is the development lane (docs/development.md).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 # `make test SYSTEM_DEPS="pkg ..."` checks those Debian packages instead of packaging/system-deps.sh's
 # list (tests/test_installed.py passes a made-up one); PYTEST_ARGS narrows the run (`-k service`).
+# PYTEST_MARKS selects by marker: test-quick leaves out the slow end-to-end tests and the corpus's.
 SYSTEM_DEPS ?=
 PYTEST_ARGS ?=
+PYTEST_MARKS ?=
 
-.PHONY: run test check system-deps install install-test bench clean
+.PHONY: run test test-quick check system-deps install install-test bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +39,12 @@ test: system-deps
 	@$(MAKE) --no-print-directory install-test
 	@$(MAKE) --no-print-directory check
 
+# The same, without the tests marked slow (daemons, workers, accounts, other programs) or corpus:
+# a few minutes instead of a quarter of an hour. CI runs `make test`, everything.
+test-quick: system-deps
+	@$(MAKE) --no-print-directory install-test
+	@$(MAKE) --no-print-directory check PYTEST_MARKS='-m "not slow and not corpus"'
+
 # The suite as installed, without installing. pytest exits 5 when it collected no test: that fails.
 # Every process the suite starts inherits DESKDEX_TEST_RUN; one still carrying it once pytest has
 # exited (a daemon or worker a failed test did not stop) is named, killed, and fails the run, so
@@ -43,7 +52,7 @@ test: system-deps
 # gets too, so the sweep still runs.
 check:
 	@run="$$$$.$$(date +%s%N)"; named=; trap : INT; \
-	DESKDEX_TEST_RUN="$$run" $(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	DESKDEX_TEST_RUN="$$run" $(BIN)/python -m pytest $(PYTEST_MARKS) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest ran no test: failing" >&2; rc=1; fi; \
 	for sig in TERM TERM KILL KILL; do \
 	  left=$$(grep -lsxzF "DESKDEX_TEST_RUN=$$run" /proc/[0-9]*/environ | cut -d/ -f3); \
