@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -35,7 +36,7 @@ from .test_cluster import RedisServer, Worker, _misbehaving, broker, redis_serve
 from .test_dups_cli import text
 
 pytestmark = [pytest.mark.slow,  # Redis, workers and daemons
-              pytest.mark.skipif(not Path("/usr/bin/redis-server").exists() and not Path("/usr/local/bin/redis-server").exists(),
+              pytest.mark.skipif(shutil.which("redis-server") is None,
                                  reason="redis-server is not installed (packaging/system-deps.sh installs it)")]
 
 QUEUE = "deskdex.convert"
