@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from .accounts import IS_ROOT, Users, clients_or_skip, run_as
-from .daemon_fixture import DaemonProcess
+from .daemon_fixture import BUSY_TIMEOUT, DaemonProcess
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not IS_ROOT, reason="needs root: useradd, setpriv, the system daemon")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not IS_ROOT, reason="needs root: useradd, setpriv, the system daemon"),
+              pytest.mark.timeout(BUSY_TIMEOUT)]  # the daemon's waits are measured in daemon_fixture.Patience
 
 SECRET, ROOT_SECRET = "zebrawolf", "yakheron"
 
