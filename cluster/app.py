@@ -32,6 +32,7 @@ from celery import Celery
 from deskdex.converters.convert import Outcome
 from deskdex.converters.limits import Limits
 from deskdex.errors import UnreadableFile
+from deskdex.webcrawl.fetch import FetchSettings
 
 from . import CRAWL_QUEUES, crawl_queue_name, wire
 from .broker import redis_client
@@ -94,7 +95,8 @@ def make_app(broker: str, redelivery: float, worker: bool = False) -> Celery:
     return app
 
 
-def _convert(task: Any, sources: Any = None, limits: Any = None, reply: Any = None, *extra: Any, **unknown: Any) -> None:
+def _convert(task: Any, sources: Any = None, limits: Any = None, reply: Any = None, *extra: Any,
+             **unknown: Any) -> None:
     """Convert a batch of files, pushing each one's result as it is done: the coordinator stores
     it at once, and a redelivered batch only repeats files whose results it will drop. A task
     that is not deskdex's (arguments missing or of another shape) is logged and dropped: it is
@@ -102,8 +104,9 @@ def _convert(task: Any, sources: Any = None, limits: Any = None, reply: Any = No
     try:
         if extra or unknown or not isinstance(sources, list) or not isinstance(limits, dict) \
                 or not isinstance(reply, str) or not reply.startswith(REPLY_PREFIX):
-            raise wire.BadMessage(f"expected a list of files, limits and a {REPLY_PREFIX}... list to reply to, not "
-                                  f"{_shape([sources, limits, reply, *extra])}{' and ' + ', '.join(unknown) if unknown else ''}")
+            named = f" and {', '.join(unknown)}" if unknown else ""
+            raise wire.BadMessage(f"expected a list of files, limits and a {REPLY_PREFIX}... list to reply to, "
+                                  f"not {_shape([sources, limits, reply, *extra])}{named}")
         batch = [wire.source_from_wire(s) for s in sources]
         # The coordinator's limits, none above the worker's own (a task written by hand cannot raise them).
         lim = STATE.capped(wire.limits_from_wire(limits))
@@ -160,6 +163,8 @@ def run_worker(cfg: Config, broker: str, concurrency: int, name: str | None = No
     STATE.set_folders(cfg.configured_folders())
     STATE.allow_private = allow_private
     STATE.limits = Limits.from_settings(cfg)
+    STATE.fetch = FetchSettings(timeout=float(cfg["crawl.timeout"]), deadline=float(cfg["crawl.deadline"]),
+                                max_bytes=int(cfg["crawl.max_mb"]) * 2**20)
     crawls = range(CRAWL_QUEUES) if crawl_queues is None else crawl_queues
     app = make_app(broker, float(cfg["redelivery"]), worker=True)
     worker = app.Worker(pool="threads", concurrency=concurrency,

@@ -61,9 +61,16 @@ def fetch_task(task: Any, request: Any = None, reply: Any = None, *extra: Any, *
                 or not reply.startswith(REPLY_PREFIX):
             raise wire.BadMessage(f"expected a request and a {REPLY_PREFIX}... list to reply to")
         job = wire.fetch_from_wire(request)
-        job.limits = STATE.capped(job.limits)  # lowered by the coordinator, never raised
+        # Lowered by the coordinator, never raised: its conversion's limits and the request's own.
+        job.limits = STATE.capped(job.limits)
+        asked, own = job.settings, STATE.fetch
+        job.settings = dataclasses.replace(
+            asked, timeout=min(asked.timeout, own.timeout), deadline=min(asked.deadline, own.deadline),
+            max_bytes=min(asked.max_bytes, own.max_bytes), max_redirects=min(asked.max_redirects, own.max_redirects),
+            dns_ttl=min(asked.dns_ttl, own.dns_ttl))
     except wire.BadMessage as exc:
-        logger.error("dropped task %s, which is not deskdex's: %s", task.request.id, exc)  # acknowledged: it can never succeed
+        # Acknowledged: it can never succeed.
+        logger.error("dropped task %s, which is not deskdex's: %s", task.request.id, exc)
         return
     assert STATE.redis is not None
     if not _taker(STATE.redis)(keys=[fetch_key(task.request.id)]):

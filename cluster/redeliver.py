@@ -94,9 +94,10 @@ class Redelivery:
             if self._client.exists(ALIVE_PREFIX + task):
                 self._news[task] = now  # a live worker holds it, converting or about to: not given back
                 continue
-            for where in (payload.get("headers"), payload.get("properties", {}).get("delivery_info")):
+            props = payload.get("properties")
+            for where in (payload.get("headers"), props.get("delivery_info") if isinstance(props, dict) else None):
                 if isinstance(where, dict):
-                    where["redelivered"] = True
+                    where["redelivered"] = True  # as kombu marks what it gives back
             if self._restore(keys=[UNACKED, UNACKED_INDEX, self._queue], args=[tag, json.dumps(payload)]):
                 logger.warning("task %s was taken by a worker that has said nothing for %.0f s (setting "
                                "redelivery): queued again", task, now - self._news[task])

@@ -12,6 +12,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from deskdex.converters.limits import Limits, OcrOptions
+from deskdex.webcrawl.fetch import FetchSettings
 
 from .beneath import descriptor_source, open_beneath
 
@@ -43,6 +44,7 @@ class WorkerState:
         self.roots: list[str] = []
         self.allow_private = False  # deskdex worker --allow-private: fetch private addresses if asked to
         self.limits = Limits()  # the worker's own (its settings): a task may lower them, never raise them
+        self.fetch = FetchSettings()  # and a crawl request's time and size limits (its crawl.* settings)
         self._local = threading.local()
 
     def set_folders(self, folders: list[str]) -> None:
