@@ -35,6 +35,7 @@ def paths(results: dict) -> list[str]:
     return [os.path.basename(h["path"]) for h in results["hits"]]
 
 
+@pytest.mark.slow
 def test_index_then_search_show_status(cli: CLI, tree: Path):
     summary = json.loads(cli.run("index", str(tree), "--json").stdout)
     assert summary["indexed"] == 4 and summary["failed"] == 0
@@ -73,6 +74,7 @@ def test_limit_and_plain_output(cli: CLI, tree: Path):
     assert res["total"] == 5 and len(res["hits"]) == 2
 
 
+@pytest.mark.slow
 def test_reindex_converts_only_what_changed(cli: CLI, tree: Path):
     cli.run("index", str(tree))
     again = json.loads(cli.run("index", str(tree), "--json").stdout)
@@ -91,6 +93,7 @@ def test_reindex_converts_only_what_changed(cli: CLI, tree: Path):
     assert cli.json("status")["documents"] == 3
 
 
+@pytest.mark.slow
 def test_bad_files_are_recorded_and_skipped(cli: CLI, tree: Path):
     (tree / "junk.txt").write_bytes(bytes(range(256)) * 64)
     (tree / "broken.docx").write_bytes(b"PK\x03\x04not really a docx")
@@ -110,6 +113,7 @@ def test_bad_files_are_recorded_and_skipped(cli: CLI, tree: Path):
     assert "junk.txt" in out and "binary" in out
 
 
+@pytest.mark.slow
 def test_permission_denied_is_recorded(cli: CLI, tree: Path):
     locked = tree / "private.txt"
     locked.write_text("cannot read me")
@@ -192,6 +196,7 @@ def test_convert_prints_tagged_text_plain_text_and_main_content(cli: CLI, tmp_pa
     assert p.returncode == 1 and "bad.pdf" in p.stderr and "corrupt" in p.stderr
 
 
+@pytest.mark.slow
 def test_search_paths_sort_and_offset(cli: CLI, tree: Path):
     cli.run("index", str(tree))
     lines = cli.run("search", "lighthouse OR electricity OR prune", "--paths").stdout.splitlines()
@@ -205,6 +210,7 @@ def test_search_paths_sort_and_offset(cli: CLI, tree: Path):
     assert p.returncode == 2 and "must be 1 or more" in p.stderr
 
 
+@pytest.mark.slow
 def test_new_schema_rebuilds_the_index_from_the_catalog_without_converting(cli: CLI, tree: Path):
     import sqlite3
 
@@ -235,6 +241,7 @@ def test_file_deleted_mid_run_is_reported_and_leaves_no_ghost(tmp_path: Path, tr
         assert coll.get((tree / "garden.html").as_uri()) is None
 
 
+@pytest.mark.slow
 def test_show_a_member_of_an_archive(cli: CLI, tmp_path: Path):
     import zipfile
 
@@ -249,6 +256,7 @@ def test_show_a_member_of_an_archive(cli: CLI, tmp_path: Path):
     assert out.startswith(f'<doc uri="{hit["uri"]}"') and "walrus" in out
 
 
+@pytest.mark.slow
 def test_colour_only_on_a_terminal_and_never_with_no_color(cli: CLI, tree: Path):
     import pty
     import sys
@@ -279,6 +287,7 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(cli: CLI, tree: Path)
     assert "\x1b[" not in cli.run("search", "lighthouse").stdout  # a pipe
 
 
+@pytest.mark.slow
 def test_open_hands_the_nth_result_to_the_desktop(cli: CLI, tree: Path, tmp_path: Path):
     # No desktop session exists on a test machine: a stand-in xdg-open records what it was given.
     bin_dir = tmp_path / "bin"

@@ -179,6 +179,7 @@ def test_align_leaves_out_blocks_the_text_does_not_hold() -> None:
     assert align(bs, []) == set()
 
 
+@pytest.mark.slow
 def test_a_huge_page_goes_to_the_dom_method_quickly() -> None:
     # 40,000 paragraphs (5 MB): trafilatura would take most of a file's time limit on it.
     html = "<html><body><nav><a href='/'>Home</a></nav>" + "".join(

@@ -6,7 +6,11 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from .conftest import CLI, make_docx
+
+pytestmark = pytest.mark.slow  # indexes through the CLI
 
 WORDS = ("river harbour engine ledger orchard violin canyon pepper saddle lantern meadow quartz falcon "
          "timber velvet walnut beacon cobalt dolphin ember fjord glacier hazel ivory jasmine kettle "

@@ -16,6 +16,8 @@ from deskdex.clients.render import human
 from .conftest import CLI, make_docx
 from .test_dups_cli import text
 
+pytestmark = pytest.mark.slow  # an index built through the CLI per test
+
 
 def edited(words: list[str], share: float, seed: int) -> str:
     """The last ``share`` of ``words`` replaced by others."""

@@ -296,6 +296,7 @@ def test_corpus_books_and_sheets_convert_with_content_and_title() -> None:
     assert set(empty) <= {"A4.awt", "US-Letter.awt", "Two-Columns.awt", "normal.awt"}, empty
 
 
+@pytest.mark.slow
 def test_each_new_format_is_indexed_and_found_through_the_worker_pool(cli: CLI, tmp_path: Path) -> None:
     """The whole path: detected, converted in a worker (helpers included), indexed, searched."""
     import shutil

@@ -147,6 +147,7 @@ def test_password_protected_ooxml_is_encrypted_not_corrupt(tmp_path: Path, suffi
     assert doc is not None and doc.mime == "application/vnd.ms-excel" and "Okapi" in doc.text()
 
 
+@pytest.mark.slow
 def test_index_and_search_xls(cli: CLI, tmp_path: Path) -> None:
     tree = tmp_path / "sheets"
     tree.mkdir()

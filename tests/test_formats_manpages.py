@@ -21,6 +21,7 @@ def hits(cli: CLI, *words: str) -> list[dict[str, Any]]:
     return found
 
 
+@pytest.mark.slow
 def test_compressed_single_files_are_one_document_each(cli: CLI, tmp_path: Path) -> None:
     t = tmp_path / "docs"
     t.mkdir()
@@ -163,6 +164,7 @@ def test_an_mdoc_page(tmp_path: Path) -> None:
     assert not [line for line in text.splitlines() if line.startswith(".") or "\\" in line]
 
 
+@pytest.mark.slow
 def test_a_gzipped_man_page_through_the_cli(cli: CLI, tmp_path: Path) -> None:
     t = tmp_path / "man" / "man1"
     t.mkdir(parents=True)

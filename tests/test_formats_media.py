@@ -389,6 +389,7 @@ def test_sniffed_without_suffix() -> None:
     assert sniff(b"ID3 tags explained: a text file.\n") == "text/plain"
 
 
+@pytest.mark.slow
 def test_index_and_search_photos_and_music(cli: CLI, tmp_path: Path) -> None:
     import json
 

@@ -90,6 +90,7 @@ def test_corpus_videos() -> None:
         assert doc.meta.get("duration"), (p, doc.meta)
 
 
+@pytest.mark.slow
 def test_index_and_search_a_video_by_its_tags(cli: CLI, tmp_path: Path) -> None:
     tree = tmp_path / "videos"
     tree.mkdir()
@@ -102,6 +103,7 @@ def test_index_and_search_a_video_by_its_tags(cli: CLI, tmp_path: Path) -> None:
     assert [os.path.basename(h["path"]) for h in cli.json("search", "type:video", "marbeck")["hits"]] == ["harbour.mkv"]
 
 
+@pytest.mark.slow
 def test_a_film_over_the_size_limit_is_indexed_by_its_tags_without_being_read(cli: CLI, tmp_path: Path) -> None:
     """max_file_mb keeps documents out; a film, read by its headers only, is indexed whatever its size
     (its bytes sampled, not read whole), and a move of it is recognised by that sample."""

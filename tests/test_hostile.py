@@ -56,6 +56,7 @@ def zip_bomb(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_zip_bomb_stops_at_the_member_limit_and_the_ratio(tmp_path: Path) -> None:
     p = zip_bomb(tmp_path / "bomb.zip")
     base = Source.from_path(p).uri
@@ -92,6 +93,7 @@ def gzip_bomb(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_gzip_bomb(tmp_path: Path) -> None:
     p = gzip_bomb(tmp_path / "server.log.gz")
     out = run(p, Limits())
@@ -173,6 +175,7 @@ def test_symlink_members_are_skipped(tmp_path: Path) -> None:
         assert all("TOPSECRETWORD" not in o.document.text() for o in out.values() if o.ok)
 
 
+@pytest.mark.slow
 def test_invalid_utf8_names_and_content(tmp_path: Path) -> None:
     bad_name = b"caf\xe9-\xff.txt".decode("utf-8", "surrogateescape")
     t = tmp_path / "latin.tar"
