@@ -39,7 +39,7 @@ from deskdex.converters.registry import FORMATS_BASE
 from deskdex.daemon import accounts as daemon_accounts
 
 from .accounts import IS_ROOT, Users, missing_tools
-from .conftest import make_docx, make_pdf
+from .conftest import CLI, DESKDEX, ROOT, make_docx, make_pdf
 from .test_formats_books import ABW, FB2, GNUMERIC
 from .test_formats_djvu import page as djvu_page
 from .test_formats_dvi import typeset
@@ -375,3 +375,27 @@ def test_every_format_converts_as_the_files_owner_as_it_does_as_root(
         assert _view(as_owner[name]) == root_view, name
     with_word = [n for n, outs in as_owner.items() if any(o.document and WORD in o.document.text() for o in outs)]
     assert {"bom.txt", "bom.html", "utf16.txt", "utf16.html", "koi8.html", "sjis.txt"} <= set(with_word)
+
+
+def test_the_system_daemon_indexes_bom_and_utf16_files_of_an_account(account: pwd.struct_passwd,
+                                                                     open_dir: Path) -> None:
+    """The same through the daemon itself: `deskdex daemon --system --once` over the account's home,
+    then a search of the index it made."""
+    folder = Path(account.pw_dir) / "encodings"
+    folder.mkdir()
+    os.chown(folder, account.pw_uid, account.pw_gid)
+    text = f"The {WORD} of the harbour, in a file of its own.\n"
+    (folder / "bom.txt").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    (folder / "utf16.txt").write_bytes(text.encode("utf-16"))
+    (folder / "bom.html").write_bytes(b"\xef\xbb\xbf" + HTML.encode())
+    _own(folder, account)
+    home = open_dir / "system-home"
+    (home / "config").mkdir(parents=True)
+    (home / "config" / "config.toml").write_text(f'accounts = ["{account.pw_name}"]\n')
+    p = subprocess.run([DESKDEX, "--home", str(home), "daemon", "--system", "--once"], capture_output=True,
+                       text=True, timeout=600, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    found = CLI(home).json("search", WORD, "--limit", "50", "--all")  # bom.txt and utf16.txt: copies
+    assert {h["path"].rsplit("/", 1)[-1] for h in found["hits"]} >= {"bom.txt", "utf16.txt", "bom.html"}, found
+    failures = CLI(home).run("status", "--failures").stdout
+    assert "encoding" not in failures and "converter_bug" not in failures, failures
