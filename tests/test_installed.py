@@ -434,6 +434,7 @@ def make_check(sandbox: Path, tests: Path) -> subprocess.CompletedProcess[str]:
                            f"PYTEST_ARGS=-q -p no:cacheprovider {tests}"], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 @needs_make
 def test_make_fails_when_pytest_collects_nothing(sandbox: Path) -> None:
     (sandbox / "none").mkdir()
@@ -444,6 +445,7 @@ def test_make_fails_when_pytest_collects_nothing(sandbox: Path) -> None:
     assert make_check(sandbox, sandbox / "none").returncode == 0  # the same run with a test passes
 
 
+@pytest.mark.slow
 @needs_make
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="make check finds leftovers through /proc")
 def test_make_kills_what_the_tests_leave_behind(sandbox: Path) -> None:

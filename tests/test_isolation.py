@@ -6,12 +6,15 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from deskdex.converters import Limits, Outcome, Source
 from deskdex.converters.isolation import WorkerPool
 
 from .misbehaving import HELPER_SLEEP, OVERRIDES, measured_time_limit
 
 
+@pytest.mark.slow
 def test_loop_crash_and_memory_hog_are_recorded_and_the_rest_converts(tmp_path: Path):
     names = ["a.txt", "loop.txt", "b.txt", "crash.txt", "c.txt", "hog.txt", "d.txt"]
     for n in names:
@@ -80,6 +83,7 @@ def test_a_helper_program_dies_with_its_worker_at_the_time_limit(tmp_path: Path)
         assert not _helpers_running(), "the helper program outlived its killed worker"
 
 
+@pytest.mark.slow
 def test_a_worker_whose_heap_grew_hands_over_to_a_fresh_one(tmp_path: Path):
     """After a long text the worker's heap stays grown (freed memory is not given back): it ends
     once that file's result is sent, and a fresh worker converts the rest. Nothing is lost."""

@@ -15,6 +15,8 @@ from deskdex.converters import language
 
 from .test_tokens import TEXTS
 
+pytestmark = pytest.mark.slow  # the language model unpacked, checked against py3langid
+
 # Real sentences of scripts and languages the model knows, beside the English of the stdlib.
 SENTENCES = [
     "Die Häuser in der Altstadt sind sehr alt und schön, und die Straßen sind ruhig.",

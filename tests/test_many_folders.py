@@ -71,6 +71,7 @@ def test_retries_under_any_number_of_folders(tmp_path: Path):
         catalog.close()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(BUSY_TIMEOUT)
 def test_ten_thousand_watched_folders(tmp_path: Path, cli: CLI):
     """Retries under 10,000 folders (SQLite refused a condition with a term per folder: "Expression

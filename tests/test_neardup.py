@@ -55,6 +55,7 @@ def test_discovery_equals_brute_force_small(k):
     assert got == brute_pairs(fps, k)
 
 
+@pytest.mark.slow
 def test_discovery_and_search_equal_brute_force_100k():
     """100,000 fingerprints. A full all-pairs scan takes ~40 s here, so brute force runs per
     row: for every planted row (both ends of each planted pair) and 2,000 random rows, a scan of

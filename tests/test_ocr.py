@@ -62,6 +62,7 @@ def tree(tmp_path: Path) -> Iterator[Path]:
     yield root
 
 
+@pytest.mark.slow
 def test_image_words_are_found_by_search(cli: CLI, tree: Path) -> None:
     picture(["The quokka waved at Zanzibar", "harbour lights"]).save(tree / "note.png")
     picture(["Invoice for marmalade jars"]).convert("RGB").save(tree / "scan.jpg", quality=90)
@@ -75,6 +76,7 @@ def test_image_words_are_found_by_search(cli: CLI, tree: Path) -> None:
     assert cli.json("status")["ocr"].startswith("on (eng")
 
 
+@pytest.mark.slow
 def test_scanned_pdf_words_are_found_by_search(cli: CLI, tree: Path) -> None:
     picture(["Minutes of the allotment committee", "Rhubarb prices rose sharply"], size=(1200, 300)) \
         .save(tree / "minutes.pdf", resolution=300)
@@ -101,6 +103,7 @@ def test_mixed_pdf_reads_only_its_image_page(tmp_path: Path) -> None:
     assert doc.meta["ocr"] == "yes" and doc.meta["ocr_pages"] == "1"  # the typed page was not read
 
 
+@pytest.mark.slow
 def test_ocr_off_by_setting(cli: CLI, tree: Path, home: Path) -> None:
     picture(["Secret word platypus"]).save(tree / "a.png")
     (home / "config").mkdir(exist_ok=True)
@@ -137,6 +140,7 @@ def test_time_budget_leaves_pages_and_says_so(tmp_path: Path) -> None:
     assert 0 < int(doc.meta["ocr_pages_left"]) <= 31
 
 
+@pytest.mark.slow
 def test_same_bytes_are_read_once(cli: CLI, tree: Path) -> None:
     picture(["Gnu antelope migration"]).save(tree / "one.png")
     picture(["Scanned heron survey"], size=(1200, 300)).save(tree / "one.pdf", resolution=300)

@@ -107,6 +107,7 @@ def test_a_thread_takes_a_users_rights_alone(homes: tuple[Path, Path]):
             assert SECRET.encode() in f.read()
 
 
+@pytest.mark.slow
 @needs_root
 def test_converter_processes_run_as_the_account(homes: tuple[Path, Path], open_dir: Path):
     attacker, victim = homes
@@ -142,6 +143,7 @@ def _indexer(coll: Collection, homes: tuple[Path, Path]) -> Indexer:
     return indexer
 
 
+@pytest.mark.slow
 @needs_root
 @pytest.mark.parametrize("when", ["before the checksum", "after the checksum"])
 @pytest.mark.parametrize("target", ["victim", "root-only"])

@@ -146,6 +146,7 @@ def test_a_list_keeps_its_good_items_when_one_does_not_fit(tmp_path):
     assert len(problems) == 2 and all("(left out)" in p and "exclude" in p for p in problems), problems
 
 
+@pytest.mark.slow
 def test_index_goes_on_without_a_hand_edited_pattern_that_does_not_compile(tmp_path):
     home, docs = tmp_path / "home", tmp_path / "docs"
     docs.mkdir()
@@ -165,6 +166,7 @@ def problems_of(daemon: DaemonProcess) -> list[str]:
     return list(daemon.call("status")["settings_problems"])
 
 
+@pytest.mark.slow
 def test_a_daemon_started_on_a_broken_file_runs_on_the_last_good_settings(tmp_path):
     docs, other = tmp_path / "docs", tmp_path / "other"
     docs.mkdir()
@@ -193,6 +195,7 @@ def test_a_daemon_started_on_a_broken_file_runs_on_the_last_good_settings(tmp_pa
         assert daemon.stop() == 0
 
 
+@pytest.mark.slow
 def test_a_daemon_follows_hand_edits_of_its_config_file(tmp_path):
     docs, more = tmp_path / "docs", tmp_path / "more"
     docs.mkdir()
@@ -233,6 +236,7 @@ def test_a_daemon_follows_hand_edits_of_its_config_file(tmp_path):
         assert daemon.stop() == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="enterprise mode needs root: useradd, the system daemon")
 def test_an_enterprise_daemon_reports_and_ignores_listen_and_broker(open_dir):
     from .accounts import Users, missing_tools

@@ -19,6 +19,7 @@ import pytest
 from tests.conftest import ROOT
 
 
+@pytest.mark.slow
 def test_mypy_strict_passes(tmp_path: Path) -> None:
     cache = ROOT / "build" / "mypy_cache"
     cmd = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),

@@ -144,6 +144,7 @@ def test_backup_rename_then_write(watching):
     assert sink.settle() == [Changed(str(final), new_file=True)]
 
 
+@pytest.mark.slow
 @linux
 def test_move_into_and_out_of_the_tree(tree, watching, tmp_path):
     root, sink, _ = watching
@@ -171,6 +172,7 @@ def test_folder_rename_is_one_move(watching):
     assert sink.settle() == [Changed(p(root, "papers", "a.txt"))]
 
 
+@pytest.mark.slow
 @linux
 def test_folder_moved_out_and_back_in_keeps_its_events_paths(watching, tmp_path):
     """watchdog goes on watching a folder moved out of the tree and remembers it under its old

@@ -35,6 +35,7 @@ def main_crawl():
         yield site, sink, stats, crawler
 
 
+@pytest.mark.slow
 def test_robots_first_and_obeyed(main_crawl):
     site, sink, stats, _ = main_crawl
     paths = site.paths()
@@ -104,6 +105,7 @@ def test_anchor_text_reaches_sink(main_crawl):
     assert "link /page/3" in sink.anchors[site.url("/page/3")]
 
 
+@pytest.mark.slow
 def test_revisit_uses_conditional_get():
     with SiteServer(pages=5, slow_seconds=0.01) as site:
         sink = MemorySink()
