@@ -215,7 +215,7 @@ def _with_broker(cfg: settings.Config, broker: str | None) -> settings.Config:
     """``cfg`` with ``--broker`` in place of the setting, for this run."""
     if broker is None:
         return cfg
-    return dataclasses.replace(cfg, values={**cfg.values, "broker": broker})
+    return dataclasses.replace(cfg, given={**cfg.given, "broker": broker}).given_over(cfg.values)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ import os
 import re
 import tomllib
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
@@ -293,9 +293,16 @@ class Config:
 
     values: Mapping[str, Any]
     home: Home
+    # Settings given on the command line for this run (``--broker``): they stand over the file's
+    # values whenever a running daemon reads its file again, so a hand edit cannot drop them.
+    given: Mapping[str, Any] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
+
+    def given_over(self, values: Mapping[str, Any]) -> Config:
+        """The settings ``values`` read anew from the file, with this run's command-line ones over them."""
+        return Config({**values, **self.given}, self.home, self.given)
 
     def configured_folders(self) -> list[str]:
         """The ``folders`` setting, as absolute paths."""

@@ -170,7 +170,7 @@ def reload(daemon: Daemon) -> None:
             logger.info("the config file %s is fine again", home.config_file)
         daemon.settings_problems = problems
     if values is not None:
-        apply(daemon, Config(values, home))
+        apply(daemon, daemon.cfg.given_over(values))
 
 
 class ConfigWatch:

@@ -261,3 +261,27 @@ def test_an_enterprise_daemon_reports_and_ignores_listen_and_broker(open_dir):
         if daemon is not None and daemon.proc is not None:
             assert daemon.stop() == 0
         users.remove()
+
+
+def test_a_hand_edit_keeps_the_broker_given_on_the_command_line(tmp_path):
+    """``deskdex daemon --broker URL`` with no broker in the file: reading the file again after a hand
+    edit applies the edit and keeps the flag's broker (the edit used to drop it, and the daemon then
+    said broker had changed). The Daemon object is real; it is not started, as no Redis is needed
+    to see which settings it would run on."""
+    from deskdex.clients.managing import _with_broker
+    from deskdex.daemon import configwatch
+    from deskdex.daemon.loop import Daemon
+
+    home = Home.resolve(str(tmp_path / "home")).ensure()
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    config(tmp_path / "home").write_text(f'folders = ["{folder}"]\n')
+    cfg, problems = configwatch.load_for_daemon(home, system=False)
+    assert problems == []
+    daemon = Daemon(_with_broker(cfg, "redis://127.0.0.1:6399/0"))
+    assert daemon.cfg["broker"] == "redis://127.0.0.1:6399/0"
+    config(tmp_path / "home").write_text(f'folders = ["{folder}"]\nexclude = ["*.log"]\n')
+    configwatch.reload(daemon)
+    assert list(daemon.cfg["exclude"]) == ["*.log"]
+    assert daemon.cfg["broker"] == "redis://127.0.0.1:6399/0"
+    assert not any("broker" in note for note in daemon.notes), daemon.notes
