@@ -66,6 +66,7 @@ def test_index_then_search_show_status(cli: CLI, tree: Path):
     assert "Trip plan" in text and "[ferry]" in text
 
 
+@pytest.mark.slow
 def test_limit_and_plain_output(cli: CLI, tree: Path):
     for i in range(5):
         (tree / f"note{i}.txt").write_text(f"common word number {i}")
@@ -139,6 +140,7 @@ def test_permission_denied_is_recorded(cli: CLI, tree: Path):
     assert s["indexed"] == 4
 
 
+@pytest.mark.slow
 def test_second_writer_gets_a_clear_message(cli: CLI, tree: Path):
     cli.run("index", str(tree))
     lock = cli.home / "data" / "writer.lock"
@@ -156,6 +158,7 @@ def test_search_before_any_index_explains(cli: CLI):
     assert p.returncode == 1 and "deskdex index" in p.stderr and "Traceback" not in p.stderr
 
 
+@pytest.mark.slow
 def test_home_option_and_environment_variable(tmp_path: Path, tree: Path):
     a, b = tmp_path / "a", tmp_path / "b"
     CLI(a).run("index", str(tree / "letters"))
@@ -166,6 +169,7 @@ def test_home_option_and_environment_variable(tmp_path: Path, tree: Path):
     assert oct((a / "data" / "catalog.sqlite").stat().st_mode & 0o777) == "0o600"
 
 
+@pytest.mark.slow
 def test_bad_query_is_a_message_not_a_traceback(cli: CLI, tree: Path):
     cli.run("index", str(tree))
     p = cli.run("search", 'title:"unclosed', check=False)
@@ -179,6 +183,7 @@ def test_formats_lists_mime_types_extensions_and_libraries(cli: CLI):
     assert any("text/html" in f["mimes"] for f in formats)
 
 
+@pytest.mark.slow
 def test_convert_prints_tagged_text_plain_text_and_main_content(cli: CLI, tmp_path: Path):
     page = tmp_path / "page.html"
     page.write_text("<html><head><title>Soup</title></head><body><nav>Home About</nav>"
@@ -226,6 +231,7 @@ def test_new_schema_rebuilds_the_index_from_the_catalog_without_converting(cli: 
     assert paths(cli.json("search", "lighthouse")) == ["trip.docx"]
 
 
+@pytest.mark.slow
 def test_file_deleted_mid_run_is_reported_and_leaves_no_ghost(tmp_path: Path, tree: Path):
     from deskdex.converters.limits import Limits
     from deskdex.pipeline.indexer import Indexer

@@ -67,6 +67,7 @@ def _helpers_running() -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_a_helper_program_dies_with_its_worker_at_the_time_limit(tmp_path: Path):
     """A helper (antiword, djvutxt...) that hangs: the worker is killed at the time limit and the
     helper with it (PR_SET_PDEATHSIG), so nothing is left running; the next file converts."""
