@@ -197,7 +197,8 @@ SETTINGS: tuple[Setting, ...] = (
                           "the index stays here. Empty: converted on this machine (docs/scale-out.md).",
             check=_broker, shape="empty, or a redis:// or rediss:// URL with a host"),
     Setting("redelivery", 300.0, "With a broker: seconds after which a file taken by a worker that died goes to "
-                                 "another (Redis's visibility timeout). Longer than time_limit.", low=1, high=604800),
+                                 "another: the coordinator's setting governs, whatever the workers' (cluster/redeliver.py). "
+                                 "Longer than time_limit.", low=1, high=604800),
     Setting("shards", [], "Other indexes searched with this one as one: the homes (or data folders) of shards "
                           "written elsewhere, e.g. by `deskdex index --shard I/N`, or the http(s):// address of a "
                           "shard another machine serves (`deskdex serve`) (docs/scale-out.md).", str,
