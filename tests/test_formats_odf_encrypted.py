@@ -79,8 +79,6 @@ def test_odt_with_an_encrypted_content_part_is_encrypted(tmp_path: Path) -> None
 SAVE_WITH_PASSWORD = r"""
 import os, subprocess, sys, tempfile, time, uno
 from com.sun.star.beans import PropertyValue
-
-pytestmark = pytest.mark.slow  # LibreOffice makes the files
 def prop(name, value):
     p = PropertyValue(); p.Name = name; p.Value = value; return p
 out, profile = sys.argv[1], tempfile.mkdtemp()
@@ -115,6 +113,7 @@ finally:
 """
 
 
+@pytest.mark.slow
 def test_odt_saved_with_a_password_by_libreoffice_is_encrypted(tmp_path: Path) -> None:
     system_python = "/usr/bin/python3"
     if shutil.which("soffice") is None or not os.path.exists(system_python):
