@@ -10,6 +10,7 @@ converters drop to the accounts) run from there."""
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import pwd
@@ -90,6 +91,7 @@ def unreachable(path: Path, leaf: int = stat.S_IROTH) -> Path | None:
     return None
 
 
+@functools.cache  # the same answer all session; each look runs two interpreters
 def readable_python() -> tuple[str | None, str]:
     """An interpreter every account may run, of this Python's version (the compiled packages linked
     from this venv need it): this venv's own base interpreter where others can reach it and its
