@@ -4,6 +4,14 @@ A worker that runs past its deadline is killed; one that dies (out of memory, a 
 library) is replaced; either way the file gets a recorded error and the run goes on. Workers
 are started by a fork server, so they never inherit the indexer's threads or open index.
 
+Fair between accounts (enterprise mode), and between the files of a batch and those that came
+later: ``map`` takes its sources as they are ready (one may say "nothing now", and more come when
+its ``wake`` is set), and a caller asks ``has_room`` before handing over a file of one account, so
+that a file whose account can get a worker never waits behind one whose account cannot. No file is
+queued behind one converting for SLOW_FILE seconds, and when every worker holds such a file, one
+spare worker (SPARE, beyond ``workers``) may start for an account with nothing in flight; it ends
+once idle.
+
 Stopping is not a failure of the file at hand. Workers ignore SIGINT: Ctrl-C reaches the whole
 process group, and it is the indexer's to handle (it abandons the conversions under way). A worker
 killed by SIGTERM or SIGHUP, which deskdex never sends (it kills with SIGKILL), is taken for the
@@ -24,7 +32,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing import forkserver
 from multiprocessing.connection import Connection, wait
-from typing import Iterable, Iterator
+from typing import Callable, Hashable, Iterable, Iterator
 
 from deskdex.errors import ConverterCrashed, MemoryLimit, TimeLimit
 
@@ -188,6 +196,44 @@ STARTUP_LIMIT = 120.0
 # never idles while the writer stores the last result.
 DEPTH = 2
 
+# Seconds after which a file under conversion counts as slow: no other file is queued behind it,
+# and once every worker holds one, a spare may start for an account with nothing in flight.
+SLOW_FILE = 1.0
+# Workers beyond the pool's size, for those accounts (a bound: the pool never runs more).
+SPARE = 1
+
+
+class Wakeup:
+    """Wakes a pool waiting on its workers (``WorkerPool.map``) from another thread, so that its
+    caller takes in new work: a non-blocking pipe. Setting it costs a write, and nothing runs
+    while it is not set."""
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        for fd in (self._read, self._write):
+            os.set_blocking(fd, False)
+
+    def fileno(self) -> int:
+        return self._read
+
+    def set(self) -> None:
+        try:
+            os.write(self._write, b"!")
+        except OSError:
+            pass  # the pipe is full: set already
+
+    def clear(self) -> None:
+        try:
+            while os.read(self._read, 4096):
+                pass
+        except OSError:
+            pass  # empty (EAGAIN)
+
+    def close(self) -> None:
+        os.close(self._read)
+        os.close(self._write)
+
+
 # Signals that stop a whole service or session (systemctl stop signals every process of the unit;
 # a closed terminal, its session), never sent by deskdex to a worker; and how long a pool waits
 # for its own process to be told to stop too, after a worker died of one.
@@ -201,6 +247,7 @@ class _Worker:
     conn: Connection
     tasks: deque[Source] = field(default_factory=deque)  # sent, oldest (converting) first
     deadline: float = 0.0  # for the head task
+    since: float = 0.0  # when the head task was sent or began (monotonic): slow after SLOW_FILE
     started: float = field(default_factory=time.monotonic)
     ready: bool = False  # it has said READY: the head task's deadline runs
     user: RunAs | None = None  # whose rights it converts with (enterprise mode); None: the daemon's own
@@ -215,6 +262,7 @@ class WorkerPool:
         self.idle = idle
         self.overrides = overrides  # MIME type -> "module:function", merged over the built-in table
         self._workers: list[_Worker] = []
+        self._lane: Callable[[Source], Hashable] = _account  # see map
         _POOLS.add(self)
 
     def __enter__(self) -> "WorkerPool":
@@ -262,42 +310,98 @@ class WorkerPool:
             w.process.join(2)
             self._retire(w)
 
-    def _free_worker(self, user: RunAs | None) -> _Worker | None:
-        """A worker of ``user``'s with room for one more task: an idle one, a new one, or the least
-        loaded. A worker never changes accounts: when the pool is full, an idle worker of another
-        account ends to make room for one of this account's."""
-        mine = [w for w in self._workers if w.user == user]
-        idle = [w for w in mine if not w.tasks]
-        if idle:
-            return idle[0]
-        if len(self._workers) >= self.size:
-            other = next((w for w in self._workers if w.user != user and not w.tasks), None)
-            if other is not None and not mine:
-                self._retire(other)
-        if len(self._workers) < self.size:
-            return self._spawn(user)
-        room = [w for w in mine if len(w.tasks) < DEPTH]
-        return min(room, key=lambda w: len(w.tasks)) if room else None
+    def _slow(self, w: _Worker, now: float) -> bool:
+        return bool(w.tasks) and now - w.since >= SLOW_FILE
 
-    def map(self, sources: Iterable[Source], stop: threading.Event | None = None
-            ) -> Iterator[tuple[Source, list[Outcome]]]:
+    def _plan(self, user: RunAs | None, lane: Hashable) -> tuple[str, _Worker | None] | None:
+        """How a file read as ``user``, of ``lane``, gets a worker now, changing nothing yet:
+        ("idle", w); ("spawn", an idle worker of another account to end first, or None);
+        ("queue", w) behind a file that is not slow; ("spare", None). None: it waits.
+
+        A worker never changes accounts: when the pool is full, an idle worker of another account
+        ends to make room for one of this account's. The spare (SPARE beyond the pool's size) is
+        only for a lane with nothing in flight, once every worker holds a slow file: a small
+        file does not wait for another account's long conversions, and one account's many slow
+        files never hold more than the pool's size."""
+        now = time.monotonic()
+        mine = [w for w in self._workers if w.user == user]
+        idle = next((w for w in mine if not w.tasks), None)
+        if idle is not None:
+            return "idle", idle
+        if len(self._workers) < self.size:
+            return "spawn", None
+        # Queued only behind a file of the same lane that is not slow (yet): a file never waits
+        # in a pipe for another lane's conversion.
+        room = [w for w in mine if len(w.tasks) < DEPTH and not self._slow(w, now)
+                and all(self._lane(t) == lane for t in w.tasks)]
+        other = next((w for w in self._workers if not w.tasks), None)  # idle, so another account's
+        if other is not None and not room:
+            return "spawn", other
+        if room:
+            return "queue", min(room, key=lambda w: len(w.tasks))
+        if (len(self._workers) < self.size + SPARE and all(self._slow(w, now) for w in self._workers)
+                and not any(self._lane(t) == lane for w in self._workers for t in w.tasks)):
+            return "spare", None
+        return None
+
+    def has_room(self, user: RunAs | None, lane: Hashable) -> bool:
+        """Whether a file read as ``user``, of ``lane`` (see ``map``), would get a worker now."""
+        return self._plan(user, lane) is not None
+
+    def _free_worker(self, source: Source) -> _Worker | None:
+        """A worker for ``source`` (``_plan``): started or freed here when the plan says so."""
+        plan = self._plan(source.run_as, self._lane(source))
+        if plan is None:
+            return None
+        how, w = plan
+        if how in ("idle", "queue"):
+            return w
+        if w is not None:
+            self._retire(w)
+        if how == "spare":
+            logger.debug("every worker holds a slow file: a spare one for %s", source.name)
+        return self._spawn(source.run_as)
+
+    def _trim(self) -> None:
+        """End idle workers beyond the pool's size (a spare whose file is done)."""
+        for w in [w for w in self._workers if not w.tasks][:max(0, len(self._workers) - self.size)]:
+            self._retire(w)
+
+    def map(self, sources: Iterable[Source | None], stop: threading.Event | None = None,
+            wake: Wakeup | None = None, lane: Callable[[Source], Hashable] | None = None,
+            tick: Callable[[], float | None] | None = None) -> Iterator[tuple[Source, list[Outcome]]]:
         """Convert every source; yields (source, outcomes) in completion order. When ``stop`` is set
-        the conversions under way are abandoned (their workers killed) and the iteration ends."""
+        the conversions under way are abandoned (their workers killed) and the iteration ends.
+
+        ``sources`` may yield None: nothing for now (its files wait for a worker, see
+        ``has_room``, or for changes yet to come); it is asked again after the next result, when
+        ``wake`` is set, or when a file turns slow, and the iteration ends once nothing is in
+        flight and it said None or ended. ``lane(source)`` names whose turn a file takes (default:
+        the account it is read as): a lane with nothing in flight may get the spare worker.
+        ``tick`` is called before each wait on the workers, and returns the seconds until it
+        wants to be called again, or None."""
         todo = iter(sources)
         backlog: deque[Source] = deque()
         exhausted = False
         limit = self.limits.time_seconds
+        self._lane = lane or _account
+        if wake is not None:
+            wake.clear()  # what set it before is taken in by the first ask
         while True:
+            later = False  # ``sources`` said "nothing now"
             while True:  # give every worker up to DEPTH tasks
                 if not backlog and not exhausted:
-                    nxt = next(todo, None)
-                    if nxt is None:
+                    nxt = next(todo, _END)
+                    if nxt is _END:
                         exhausted = True
+                    elif nxt is None:
+                        later = True
                     else:
+                        assert isinstance(nxt, Source)
                         backlog.append(nxt)
                 if not backlog:
                     break
-                w = self._free_worker(backlog[0].run_as)
+                w = self._free_worker(backlog[0])
                 if w is None:
                     break
                 task = backlog.popleft()
@@ -309,20 +413,33 @@ class WorkerPool:
                     continue
                 if not w.tasks:
                     w.deadline = time.monotonic() + (limit if w.ready else STARTUP_LIMIT + limit)
+                    w.since = time.monotonic()
                 w.tasks.append(task)
+            self._trim()
             busy = [w for w in self._workers if w.tasks]
             if not busy:
-                if exhausted and not backlog:
+                if (exhausted or later) and not backlog:
                     return
                 continue
             if stop is not None and stop.is_set():
                 for w in busy:
                     self._retire(w)
                 return
-            timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            now = time.monotonic()
+            timeout = max(0.0, min(w.deadline for w in busy) - now)
             if stop is not None:
                 timeout = min(timeout, 0.25)  # only while converting: look at ``stop`` now and then
-            ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout)
+            if later or backlog:
+                # Files wait: a worker turning slow may let them queue elsewhere, or start the spare.
+                turning = [w.since + SLOW_FILE - now for w in busy if not self._slow(w, now)]
+                if turning:
+                    timeout = min(timeout, max(0.01, min(turning)))
+            if tick is not None and (wanted := tick()) is not None:
+                timeout = min(timeout, max(0.0, wanted))
+            ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy]
+                         + ([wake.fileno()] if wake is not None else []), timeout)
+            if wake is not None and wake.fileno() in ready:
+                wake.clear()
             for w in busy:
                 head = w.tasks[0]
                 outcomes = None
@@ -340,6 +457,7 @@ class WorkerPool:
                     if outcomes is not None:
                         w.tasks.popleft()
                         w.deadline = time.monotonic() + limit  # the next queued file starts now
+                        w.since = time.monotonic()
                         if exiting:
                             self._requeue(w, backlog)
                         yield head, outcomes
@@ -378,6 +496,14 @@ class WorkerPool:
             backlog.appendleft(task)
         w.tasks.clear()
         self._retire(w)
+
+
+_END = object()  # ``map``: the sources ended
+
+
+def _account(source: Source) -> Hashable:
+    """A file's lane by default: the account it is read as."""
+    return source.run_as
 
 
 def _death(w: _Worker) -> str:

@@ -6,6 +6,10 @@ read-only views of the index, one thread to a view at a time (``reading``). Noth
 sleeps on a condition with no timeout unless there is something to finish (idle workers to
 release, work held back by battery power, or a failed file to try again at a scheduled time).
 
+A pass that converts takes in the watcher's new records as they come (``_intake``, woken by a
+pipe the watcher writes to once per batch): a file saved meanwhile does not wait for slow files,
+and no account's files wait for another's (pipeline/turns.py).
+
 Failures that may pass another time (a timeout, a crash, a memory limit: see pipeline/indexer.py)
 are tried again when their back-off is over: the main thread wakes up for the earliest one under
 the watched folders, and at once for ``deskdex retry``.
@@ -38,7 +42,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from deskdex import settings
 from deskdex.converters import display_path
-from deskdex.converters.isolation import fork_server_idle, release_fork_server
+from deskdex.converters.isolation import Wakeup, fork_server_idle, release_fork_server
 from deskdex.errors import ConfigError, DeskdexError, Interrupted, StoreError, StoreUnwritable
 from deskdex.index import Collection
 from deskdex.paths import folder_of
@@ -46,7 +50,7 @@ from deskdex.pipeline.coalesce import Changed, Deleted, Moved, Record, Rescan
 from deskdex.pipeline.follow import follow
 from deskdex.pipeline.indexer import Indexer, Summary, of_shard, shard_setting
 from deskdex.pipeline.progress import with_bar
-from deskdex.pipeline.scan import Excluder
+from deskdex.pipeline.scan import Excluder, FileInfo
 from deskdex.settings import Config
 
 from .accounts import AccountWatcher
@@ -118,6 +122,10 @@ class Daemon:
         self._busy_since = time.monotonic()
         self._files_left = 0  # files of the reconcile under way not yet done (part of the queue)
         self._records: list[Record] = []
+        # Set with each batch the watcher hands over: a pass converting slow files wakes and takes
+        # the new records in (``_intake``) rather than leave them until it is done.
+        self._wakeup = Wakeup()
+        self._taken: list[Record] = []  # records the pass under way took in: kept again if it stalls
         self._rescan: set[str] = set()
         self._jobs: list[_IndexJob] = []
         self._relook: dict[str, float] = {}  # folders that appeared -> when to walk them once more (monotonic)
@@ -214,6 +222,7 @@ class Daemon:
             logger.warning("the last changes are not committed (%s): the next start indexes them", exc)
         for view in self._views:
             view.close()
+        self._wakeup.close()
 
     def run(self, watch: bool = True, once: bool = False) -> None:
         """Reconcile every folder, then apply changes until ``stop()``."""
@@ -414,6 +423,7 @@ class Daemon:
                 else:
                     self._records.append(r)
             self._cond.notify_all()
+        self._wakeup.set()
 
     def note(self, text: str) -> None:
         logger.warning("%s", text)
@@ -633,26 +643,15 @@ class Daemon:
         roots = self.folders()
         self._fresh_access()
         logger.debug("applying %d records, rescans %s: %s", len(records), sorted(rescans), records)
+        self._taken = []
         try:
-            changes: list[Moved | Deleted | Changed] = []
-            for r in records:
-                if isinstance(r, Deleted) and r.path in roots:
-                    self.offline.add(r.path)
-                    self.note(f"{r.path} disappeared: its documents are kept, marked offline")
-                elif not isinstance(r, Rescan):
-                    changes.append(r)
-            walked: list[str] = []
-            changed = of_shard(follow(self.indexer, changes, roots, excluder, walked), self.shard)
-            again = [f for f in walked if f not in roots and f not in (relooked or ())]
-            if again:
-                with self._cond:
-                    due = time.monotonic() + RELOOK_AFTER
-                    self._relook.update((folder, due) for folder in again)
+            changed = self._follow(records, roots, excluder, relooked)
             if changed:
                 # Counted in the queue until each is done: a folder copied in shows as work to go.
                 self._files_left = len(changed)
                 try:
-                    self.indexer.update(changed, progress=self._progress)
+                    self.indexer.update(changed, progress=self._progress, wake=self._wakeup,
+                                        intake=lambda: self._intake(roots, excluder))
                 finally:
                     self._files_left = 0
             self.coll.commit()
@@ -661,7 +660,7 @@ class Daemon:
         except Interrupted:
             raise
         except StoreUnwritable as exc:
-            self._stalled(exc, records, rescans)
+            self._stalled(exc, records + self._taken, rescans)
         except DeskdexError as exc:
             self.note(f"could not apply changes: {exc}")
         else:
@@ -671,3 +670,44 @@ class Daemon:
             self._last_work = time.monotonic()
             if self.stall is None:
                 self.state = "paused" if self.paused else "idle"
+
+    def _follow(self, records: list[Record], roots: list[str], excluder: Excluder,
+                relooked: set[str] | None) -> list[FileInfo]:
+        """The files ``records`` name, their moves and removals applied (pipeline/follow.py); a
+        watched folder gone is kept, marked offline; the folders walked are looked at again
+        RELOOK_AFTER seconds later, unless in ``relooked``."""
+        changes: list[Moved | Deleted | Changed] = []
+        for r in records:
+            if isinstance(r, Deleted) and r.path in roots:
+                self.offline.add(r.path)
+                self.note(f"{r.path} disappeared: its documents are kept, marked offline")
+            elif not isinstance(r, Rescan):
+                changes.append(r)
+        walked: list[str] = []
+        changed = of_shard(follow(self.indexer, changes, roots, excluder, walked), self.shard)
+        again = [f for f in walked if f not in roots and f not in (relooked or ())]
+        if again:
+            with self._cond:
+                due = time.monotonic() + RELOOK_AFTER
+                self._relook.update((folder, due) for folder in again)
+        return changed
+
+    def _intake(self, roots: list[str], excluder: Excluder) -> tuple[list[FileInfo], list[str]]:
+        """The watcher's records that came while a pass converts, for it to take in (pipeline/
+        indexer.py): their files, and the paths they move or delete. None while other work waits (a
+        rescan, a job, a retry, an account change), which the pass would otherwise hold up, or
+        while paused or stopping."""
+        with self._cond:
+            if (not self._records or self._stop.is_set() or self.paused or self.on_battery or self._rescan
+                    or self._jobs or self._retry_asked or self._check_accounts):
+                return [], []
+            records, self._records = self._records, []
+        self._taken.extend(records)
+        logger.debug("taking in %d records while converting: %s", len(records), records)
+        files = self._follow(records, roots, excluder, None)
+        self._files_left += len(files)
+        # A file out for conversion that was moved or deleted since (or replaced by a rename onto
+        # it) must not have its result stored; one written again is simply looked at again after.
+        gone = [p for r in records if isinstance(r, (Moved, Deleted))
+                for p in ((r.src, r.dst) if isinstance(r, Moved) else (r.path,))]
+        return files, gone

@@ -4,7 +4,14 @@ only moved, remove what is gone. The one place where sources, converters and ind
 A failure that may not happen again (errors.TRANSIENT_REASONS: a timeout on a busy machine, a
 crash, a memory limit) is tried again even though the file did not change: after a back-off (the
 setting ``retry_first``, doubled after each failure up to a day), at once when deskdex or its
-limits changed, and when asked (``deskdex retry``). Other failures wait for the file to change."""
+limits changed, and when asked (``deskdex retry``). Other failures wait for the file to change.
+
+Fair (pipeline/turns.py): files are handed to the converters in turns by lane (enterprise mode:
+by account), each when the pool has room for its account (``WorkerPool.has_room``), so one
+account's slow files hold up no one else's. The daemon's passes take in changes while they
+convert (``update``'s ``intake``): a file saved while slow files convert does not wait for them,
+and what is stored is committed once no result has come for SETTLE seconds, not only every
+``commit_seconds``."""
 
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Iterator, cast
 
 from deskdex.converters import Limits, Outcome, Source, display_path, open_regular, path_to_uri, uri_to_path
 from deskdex.errors import TRANSIENT_REASONS, ConfigError, ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
@@ -27,12 +34,15 @@ from deskdex.converters.ocr import unavailable
 from deskdex.converters.privilege import RunAs, as_user
 from deskdex.index import Collection, Row
 from deskdex.index.checksums import raw_checksum_of, sampled_checksum_of
+from deskdex.paths import at_or_under
 
 from .progress import Progress, with_bar
 from .scan import Excluder, FileInfo, walk
+from .turns import FairQueue
 
 if TYPE_CHECKING:
     from deskdex.cluster.pool import RemotePool
+    from deskdex.converters.isolation import Wakeup
     from deskdex.settings import Config
 
 logger = logging.getLogger(__name__)
@@ -63,6 +73,16 @@ RunAsOf = Callable[[str], RunAs]  # path -> the account whose rights read it (en
 
 RETRY_MOST = 86400.0  # the longest back-off before a transient failure is tried again: a day
 
+# Changes taken in while a pass converts (``Indexer.update``): the files to look at, and the paths
+# the changes moved or deleted (a file out for conversion at or under one has its result dropped;
+# the path was looked at again).
+Intake = Callable[[], "tuple[list[FileInfo], list[str]]"]
+
+# While conversions go on, what is stored is committed once no result came for SETTLE seconds
+# (what is left converts slowly), at most every COMMIT_GAP seconds.
+SETTLE = 0.5
+COMMIT_GAP = 1.0
+
 
 class Indexer:
     def __init__(self, coll: Collection, limits: Limits = Limits(), workers: int = 2, idle: bool = False,
@@ -76,8 +96,14 @@ class Indexer:
         self.commit_every = commit_every
         self.commit_seconds = commit_seconds
         self._last_commit = time.monotonic()
+        self._last_stored = 0.0  # when the last conversion's result was stored (monotonic)
         self._raw: dict[str, str] = {}  # raw checksum of each file out for conversion
-        self._twins: list[FileInfo] = []  # files whose bytes were out for conversion under another name
+        # Files that wait for a conversion under way: of the same path (changed again since), or
+        # of the same bytes under another name (a copy, which then reuses its text); with their
+        # lane and, for a copy, those bytes' checksum.
+        self._deferred: list[tuple[FileInfo, Hashable, str | None]] = []
+        self._lanes: dict[str, Hashable] = {}  # lane of each file out for conversion (pipeline/turns.py)
+        self._stale: set[str] = set()  # files out for conversion that a change taken in named since
         self._pool: WorkerPool | RemotePool | None = None
         # Setting ``broker``: files are converted by ``deskdex worker`` processes through it
         # (deskdex.cluster); everything else stays here.
@@ -100,6 +126,7 @@ class Indexer:
         # Called with each file's path just before it is first read: tests swap a file for a FIFO
         # here, to check the time-of-check to time-of-use case without racing.
         self.before_read: Callable[[str], None] | None = None
+        self._generation = 0  # of the changes taken in (see _lane)
 
     @classmethod
     def from_settings(cls, coll: Collection, cfg: Config, workers: int, idle: bool,
@@ -129,40 +156,122 @@ class Indexer:
         return summary
 
     def update(self, files: Iterable[FileInfo], summary: Summary | None = None,
-               progress: Progress | None = None) -> Summary:
-        """Convert or reuse what changed among ``files``; commits only when a batch is due."""
+               progress: Progress | None = None, intake: Intake | None = None,
+               wake: Wakeup | None = None) -> Summary:
+        """Convert or reuse what changed among ``files``; commits only when a batch is due, or
+        when what is left converts slowly. ``intake`` (the daemon) is asked for changes that came
+        since, as the pass goes on (at once when ``wake`` is set): their files join the queue."""
         summary = summary or Summary()
         wanted: dict[str, FileInfo] = {}
         if not self._made_by_checked:
             self.retry_if_changed()
-        # OCR last: every cheaper file first (see ``cost``); a file whose bytes are being converted
-        # under another name waits for that conversion and then reuses its text (``_to_convert``).
-        todo: list[FileInfo] = sorted(files, key=cost)
+        # OCR last: every cheaper file first (see ``cost``); in turns by lane (see turns.py); a
+        # file whose bytes are being converted under another name waits for that conversion and
+        # then reuses its text (``_to_convert``).
+        queue = FairQueue(cost)
+        for info in files:
+            queue.push(info, self._lane(info, 0))
+        # A broker's workers take every file at once, whoever's: nothing to take turns for.
+        live = intake if not self.broker else None
+        self._deferred, self._stale = [], set()
         try:
-            while todo:
-                self._twins = []
-                for source, outcomes in self.pool.map(self._to_convert(todo, wanted, summary, progress), self.stop):
+            while True:
+                for source, outcomes in self._map(self._to_convert(queue, wanted, summary, progress, live),
+                                                  queue, wake if live else None):
                     info = wanted.pop(source.uri)
-                    if outcomes[0].document is None and not os.path.lexists(info.path):
+                    self._lanes.pop(source.uri, None)
+                    if source.uri in self._stale:
+                        # A change taken in since moved or deleted this file (or renamed another
+                        # onto it): its result is of a file no longer there; the path was looked at again.
+                        self._stale.discard(source.uri)
+                        self._raw.pop(source.uri, None)
+                        self._access.pop(source.uri, None)
+                    elif outcomes[0].document is None and not os.path.lexists(info.path):
                         self._vanished(info, source.uri, summary)
                     else:
                         self._store(info, outcomes, summary)
+                    self._last_stored = time.monotonic()
+                    self._undefer(queue, wanted)
                     if progress:
                         progress(1, info.path)
                     self._maybe_commit()
                 if self.stop is not None and self.stop.is_set():
                     break
-                todo, self._twins = self._twins, []
+                self._undefer(queue, wanted)
+                if not queue:
+                    break
         except BaseException:
             # A failure (the index cannot be written) left conversions under way that no one
             # waits for: their results would pass for the next run's.
             self.release()
             self._raw.clear()
+            self._lanes.clear()
             raise
         if self.stop is not None and self.stop.is_set():
             self._raw.clear()
+            self._lanes.clear()
             raise Interrupted("stopped with files left to index; they are indexed on the next start")
         return summary
+
+    def _map(self, sources: Iterator[Source | None], queue: FairQueue,
+             wake: Wakeup | None) -> Iterator[tuple[Source, list[Outcome]]]:
+        pool = self.pool
+        if isinstance(pool, WorkerPool):
+            return pool.map(sources, self.stop, wake=wake, lane=lambda s: self._lanes.get(s.uri),
+                            tick=lambda: self._tick(queue))
+        # Never None: every lane has room on a broker's pool (``_room``), and it takes no changes in.
+        return pool.map(cast(Iterator[Source], sources), self.stop)
+
+    def _lane(self, info: FileInfo, generation: int) -> Hashable:
+        """Whose turn ``info`` takes (turns.py): in enterprise mode the account it is read as; on
+        a desktop, the changes it came with (0: the pass's own files)."""
+        user = self.run_as(info.path) if self.run_as is not None else None
+        return (user, 0) if user is not None else (None, generation)
+
+    def _room(self, lane: Hashable) -> bool:
+        """Whether the pool would take a file of ``lane`` now (a lane is (account, generation))."""
+        if not isinstance(self._pool, WorkerPool):
+            return True
+        user = cast("tuple[RunAs | None, int]", lane)[0]
+        return self._pool.has_room(user, lane)
+
+    def _take_in(self, queue: FairQueue, intake: Intake, wanted: dict[str, FileInfo]) -> None:
+        files, named = intake()
+        if named and wanted:
+            self._stale.update(uri for uri, info in wanted.items() if any(at_or_under(info.path, p) for p in named))
+        if files:
+            self._generation += 1
+            for info in files:
+                queue.push(info, self._lane(info, self._generation))
+
+    def _undefer(self, queue: FairQueue, wanted: dict[str, FileInfo]) -> None:
+        """Queue again the deferred files whose conversion under way is done."""
+        waiting = set(self._raw.values())
+        keep = []
+        for info, lane, raw in self._deferred:
+            if path_to_uri(info.path) in wanted or raw is not None and raw in waiting:
+                keep.append((info, lane, raw))
+            else:
+                queue.push(info, lane)
+        self._deferred = keep
+
+    def _tick(self, queue: FairQueue) -> float | None:
+        """Before the pool waits on its workers: commit what is stored once no result came for
+        SETTLE seconds (what is left converts slowly, and would hold it up to ``commit_seconds``);
+        seconds until the next look wanted (that, or a lane starving), or None."""
+        waits = []
+        if self.coll.dirty:
+            now = time.monotonic()
+            due = max(self._last_stored + SETTLE, self._last_commit + COMMIT_GAP)
+            if now >= due:
+                logger.debug("committing %d changes while conversions go on", self.coll.dirty)
+                self.coll.commit()
+                self._last_commit = time.monotonic()
+            else:
+                waits.append(due - now)
+        if (turn := queue.next_turn()) is not None:
+            waits.append(turn)
+        return min(waits) if waits else None
 
     @property
     def pool(self) -> WorkerPool | RemotePool:
@@ -259,68 +368,95 @@ class Indexer:
             self.coll.reuse(r, r)  # re-indexes from the stored text
         return True
 
-    def _to_convert(self, files: Iterable[FileInfo], wanted: dict[str, FileInfo], summary: Summary,
-                    progress: Progress | None) -> Iterator[Source]:
-        """Yield what must be converted; settle unchanged and merely moved files on the way."""
-        for info, uri, looked_up in self._with_rows(files):
-            if self.stop is not None and self.stop.is_set():
-                return
-            if looked_up is not None and not info.recheck and looked_up.size == info.size \
-                    and abs(looked_up.mtime - info.mtime) < 1e-6 and not _due(looked_up):
-                summary.unchanged += 1
-                if self.refresh_access(info.path, looked_up):
-                    self._maybe_commit()
-                if progress:
-                    progress(1, info.path)
+    def _to_convert(self, queue: FairQueue, wanted: dict[str, FileInfo], summary: Summary,
+                    progress: Progress | None, intake: Intake | None) -> Iterator[Source | None]:
+        """Yield what must be converted, each file when its lane's turn comes and the pool has
+        room for it, or None when none has (or, taking changes in, the queue is empty); settle
+        unchanged and merely moved files on the way. Ends once the queue is empty, unless it
+        takes changes in."""
+        while True:
+            if intake is not None:
+                self._take_in(queue, intake, wanted)
+            # Rows looked up LOOKUP_BATCH at a time where turns cannot matter: one lane, and no
+            # changes to take in (a file taken from the queue is yielded before the next is).
+            chunk = 1 if intake is not None or queue.lanes > 1 else LOOKUP_BATCH
+            taken: list[tuple[FileInfo, Hashable]] = []
+            while len(taken) < chunk and (got := queue.pop(self._room)) is not None:
+                taken.append(got)
+            if not taken:
+                if not queue and intake is None:
+                    return
+                yield None
                 continue
-            # Read again: what was stored since the lookup (a copy's text, a cluster) counts below.
-            row = self.coll.get(uri) if looked_up is not None else None
-            user = self.run_as(info.path) if self.run_as is not None else None
-            try:
-                raw, info = self._checksum(info, uri, user)
-            except Vanished:
-                self._vanished(info, uri, summary)
-                if progress:
-                    progress(1, info.path)
-                continue
-            except ConversionError as exc:  # not a regular file, over the size limit, unreadable
-                self._fail(info, uri, None, exc.reason, str(exc), summary)
-                self._access.pop(uri, None)
-                if progress:
-                    progress(1, info.path)
-                continue
-            if raw in self._raw.values():
-                # The same bytes are being converted under another name (a copy): never convert (OCR)
-                # the same bytes twice; looked at again once that conversion is stored, and reused.
-                self._twins.append(info)
-                continue
-            same = row if row is not None and row.raw_sum == raw and row.status == "ok" else None
-            if same is None:
-                same = self.coll.catalog.find_ok_by_raw_sum(raw)
-            fresh = Row(uri=uri, path=display_path(info.path), size=info.size, mtime=info.mtime, raw_sum=raw)
-            if same is not None and not self.coll.catalog.descendants(same.uri):
-                settled = True
-                if self.coll.reusable(fresh, same):
-                    self.coll.reuse(self._stamped(fresh, uri, done=True), same)
-                    if same.uri == uri:
-                        summary.unchanged += 1
-                    else:
-                        summary.reused += 1
-                elif (read := self._read_before(fresh, same)) is not None:
-                    # A copy, under another name, of a file OCR has read.
-                    self.coll.put(self._stamped(fresh, uri, done=True), read)
-                    summary.reused += 1
-                else:
-                    settled = False
-                if settled:
-                    if progress:
-                        progress(1, info.path)
-                    self._maybe_commit()
+            for (info, uri, looked_up), (_, lane) in zip(self._with_rows(i for i, _ in taken), taken):
+                if self.stop is not None and self.stop.is_set():
+                    return
+                if uri in wanted:  # out for conversion, changed since: looked at once that is stored
+                    self._deferred.append((info, lane, None))
                     continue
-            wanted[uri] = FileInfo(info.path, info.size, info.mtime)
-            self._raw[uri] = raw
-            summary.bytes += info.size
-            yield Source.from_path(info.path, run_as=user)
+                yield from self._settle_or_convert(info, uri, looked_up, lane, wanted, summary, progress)
+
+    def _settle_or_convert(self, info: FileInfo, uri: str, looked_up: Row | None, lane: Hashable,
+                           wanted: dict[str, FileInfo], summary: Summary,
+                           progress: Progress | None) -> Iterator[Source]:
+        """Settle ``info`` (unchanged, failed before it is read, reused), or yield it to convert."""
+        if looked_up is not None and not info.recheck and looked_up.size == info.size \
+                and abs(looked_up.mtime - info.mtime) < 1e-6 and not _due(looked_up):
+            summary.unchanged += 1
+            if self.refresh_access(info.path, looked_up):
+                self._maybe_commit()
+            if progress:
+                progress(1, info.path)
+            return
+        # Read again: what was stored since the lookup (a copy's text, a cluster) counts below.
+        row = self.coll.get(uri) if looked_up is not None else None
+        user = self.run_as(info.path) if self.run_as is not None else None
+        try:
+            raw, info = self._checksum(info, uri, user)
+        except Vanished:
+            self._vanished(info, uri, summary)
+            if progress:
+                progress(1, info.path)
+            return
+        except ConversionError as exc:  # not a regular file, over the size limit, unreadable
+            self._fail(info, uri, None, exc.reason, str(exc), summary)
+            self._access.pop(uri, None)
+            if progress:
+                progress(1, info.path)
+            return
+        if raw in self._raw.values():
+            # The same bytes are being converted under another name (a copy): never convert (OCR)
+            # the same bytes twice; looked at again once that conversion is stored, and reused.
+            self._deferred.append((info, lane, raw))
+            return
+        same = row if row is not None and row.raw_sum == raw and row.status == "ok" else None
+        if same is None:
+            same = self.coll.catalog.find_ok_by_raw_sum(raw)
+        fresh = Row(uri=uri, path=display_path(info.path), size=info.size, mtime=info.mtime, raw_sum=raw)
+        if same is not None and not self.coll.catalog.descendants(same.uri):
+            settled = True
+            if self.coll.reusable(fresh, same):
+                self.coll.reuse(self._stamped(fresh, uri, done=True), same)
+                if same.uri == uri:
+                    summary.unchanged += 1
+                else:
+                    summary.reused += 1
+            elif (read := self._read_before(fresh, same)) is not None:
+                # A copy, under another name, of a file OCR has read.
+                self.coll.put(self._stamped(fresh, uri, done=True), read)
+                summary.reused += 1
+            else:
+                settled = False
+            if settled:
+                if progress:
+                    progress(1, info.path)
+                self._maybe_commit()
+                return
+        wanted[uri] = FileInfo(info.path, info.size, info.mtime)
+        self._raw[uri] = raw
+        self._lanes[uri] = lane
+        summary.bytes += info.size
+        yield Source.from_path(info.path, run_as=user)
 
     def _with_rows(self, files: Iterable[FileInfo]) -> Iterator[tuple[FileInfo, str, Row | None]]:
         """Each file with its URI and its catalog row as looked up with LOOKUP_BATCH others: a run
