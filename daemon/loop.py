@@ -510,8 +510,9 @@ class Daemon:
 
     def _set(self, key: str, values: list[str]) -> None:
         settings.save(self.cfg.home, {key: values})
-        # Leniently, as at start: a hand-edited setting that does not fit was reported then.
-        self.cfg = settings.load(self.cfg.home, problems=[])
+        # Only this setting: the file's other values reach the daemon through its config watch
+        # (daemon/configwatch.py), which keeps --broker and leaves out what enterprise mode ignores.
+        self.cfg = self.cfg.given_over({**self.cfg.values, key: values})
 
     # -- an index that cannot be written -------------------------------------------------------------
     def _stalled(self, exc: StoreError, records: list[Record] | None = None, rescans: set[str] | None = None) -> None:

@@ -285,3 +285,6 @@ def test_a_hand_edit_keeps_the_broker_given_on_the_command_line(tmp_path):
     assert list(daemon.cfg["exclude"]) == ["*.log"]
     assert daemon.cfg["broker"] == "redis://127.0.0.1:6399/0"
     assert not any("broker" in note for note in daemon.notes), daemon.notes
+    daemon.set_excludes(["*.tmp"])  # what `deskdex exclude add` asks a running daemon
+    assert list(daemon.cfg["exclude"]) == ["*.tmp"]
+    assert daemon.cfg["broker"] == "redis://127.0.0.1:6399/0"
