@@ -120,7 +120,7 @@ def readable_python() -> tuple[str | None, str]:
 
 def _requirement_names(dist: importlib.metadata.Distribution) -> list[str]:
     """The names of what ``dist`` requires, without its extras' requirements. Other markers are not
-    evaluated: a dependency they leave out here is not installed in this venv either, and is skipped."""
+    evaluated: a dependency one leaves out is either not installed here (skipped) or copied for nothing."""
     names = []
     for req in dist.requires or []:
         if re.search(r"""\bextra\s*==""", req):
