@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from deskdex.clients.client import call  # noqa: E402
-from deskdex.errors import DaemonUnavailable  # noqa: E402
+from daemon_scale import wait_status  # noqa: E402
 from recoll_proc import tree as tree_pids  # noqa: E402
 
 
@@ -58,19 +58,6 @@ def inotify_fds(pid: int) -> int:
         except OSError:
             pass
     return n
-
-
-def wait_status(sock: str, cond, timeout: float) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            st = call(sock, "status", timeout=60)
-            if cond(st):
-                return st
-        except DaemonUnavailable:
-            pass
-        time.sleep(0.2)
-    raise SystemExit("timed out waiting for the daemon")
 
 
 def run(n: int, settle: float, base: Path, layout: str = "each") -> dict[str, object]:
