@@ -84,10 +84,21 @@ def _shard(text: str) -> str | None:
     return None if not text or (m and int(m[1]) < int(m[2])) else f"{text!r} is not I/N with 0 <= I < N"
 
 
-def _listen(text: str) -> str | None:
+def _host_port(text: str) -> tuple[str, int] | None:
     host, sep, port = text.rpartition(":")
-    ok = not text or (sep and host and port.isdigit() and 0 < int(port) < 65536)
-    return None if ok else f"{text!r} is not HOST:PORT (a port from 1 to 65535)"
+    return (host.strip("[]"), int(port)) if sep and host and port.isdigit() and 0 < int(port) < 65536 else None
+
+
+def _listen(text: str) -> str | None:
+    return None if not text or _host_port(text) else f"{text!r} is not HOST:PORT (a port from 1 to 65535)"
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port); ConfigError for anything else."""
+    where = _host_port(text)
+    if where is None:
+        raise ConfigError(f"setting listen: HOST:PORT, not {text!r}")
+    return where
 
 
 MIN_TOKEN = 16  # a served shard's secret: at least this long (daemon/shardserver.py refuses shorter)

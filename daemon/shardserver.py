@@ -34,22 +34,14 @@ from deskdex.index.search import add_snippets
 from deskdex.index.shards import shard_search, shard_stats
 from deskdex.paths import SYSTEM_DATA
 from deskdex.protocol import MAX_LIMIT, MAX_QUERY, SORTS
+from deskdex.settings import MIN_TOKEN, parse_listen
 
 logger = logging.getLogger(__name__)
 
-MIN_TOKEN = 16
 MAX_BODY = 4 << 20  # bytes of a request: a query's word statistics and a page of URIs are far less
 # Seconds a connection may wait for its next request (or its TLS handshake) before it is closed: the
 # searching side keeps its connections between searches, and a thread waits on each.
 IDLE_SECONDS = 30.0
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port); ConfigError for anything else."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536 or not host:
-        raise ConfigError(f"setting listen: HOST:PORT, not {text!r}")
-    return host.strip("[]"), int(port)
 
 
 def enterprise_index(coll: Collection, data_dir: str) -> str | None:
@@ -57,7 +49,7 @@ def enterprise_index(coll: Collection, data_dir: str) -> str | None:
     documents stamped with the accounts that may read them, which only such a daemon stamps."""
     if os.path.realpath(data_dir) == os.path.realpath(SYSTEM_DATA):
         return f"{data_dir} is the home of the enterprise-mode daemon (deskdex daemon --system)"
-    if coll.catalog.db.execute("SELECT 1 FROM docs WHERE readers IS NOT NULL LIMIT 1").fetchone():
+    if coll.catalog.has_readers():
         return f"the index in {data_dir} was made by an enterprise-mode daemon (deskdex daemon --system)"
     return None
 
@@ -151,11 +143,8 @@ class ShardServer:
     def _refuse_enterprise(self, uris: list[str]) -> None:
         """Forbidden when one of ``uris`` is an enterprise-mode daemon's document: one began indexing
         this home after the server started (checked then)."""
-        for i in range(0, len(uris), 500):  # SQLite's bound on a statement's variables
-            chunk = uris[i:i + 500]
-            if self.coll.catalog.db.execute(f"SELECT 1 FROM docs WHERE uri IN ({','.join('?' * len(chunk))}) "
-                                            "AND readers IS NOT NULL LIMIT 1", chunk).fetchone():
-                raise Forbidden(_refusal(f"the index in {self.data_dir} holds an enterprise-mode daemon's documents"))
+        if self.coll.catalog.has_readers(uris):
+            raise Forbidden(_refusal(f"the index in {self.data_dir} holds an enterprise-mode daemon's documents"))
 
     def _with_lang(self, hits: list[dict[str, Any]]) -> list[Any]:
         """The hits still in the index, each with its language (snippets are made in it)."""

@@ -280,6 +280,14 @@ class Catalog:
         r = self.db.execute(self._select + " WHERE uri=?", (uri,)).fetchone()
         return Row(*r) if r else None
 
+    def has_readers(self, uris: list[str] | None = None) -> bool:
+        """Whether any document (of ``uris``; None: of all) carries the accounts that may read it,
+        which only an enterprise-mode daemon stamps."""
+        if uris is None:
+            return self.db.execute("SELECT 1 FROM docs WHERE readers IS NOT NULL LIMIT 1").fetchone() is not None
+        return self.db.execute("SELECT 1 FROM docs WHERE uri IN (SELECT value FROM json_each(?)) "
+                               "AND readers IS NOT NULL LIMIT 1", (json.dumps(uris),)).fetchone() is not None
+
     def get_many(self, uris: list[str]) -> dict[str, Row]:
         """The rows of those of ``uris`` that have one, by one query (a folder's files looked up
         together cost one statement, not one each)."""
