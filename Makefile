@@ -8,6 +8,10 @@ BIN     = $(VENV)/bin
 # PYTEST_MARKS selects by marker: test-quick leaves out the slow end-to-end tests and the corpus's.
 SYSTEM_DEPS ?=
 PYTEST_ARGS ?=
+# Two pytest processes: the suite mostly waits on daemons and workers (docs/development.md, "How long
+# it takes"); the groups that keep account tests in one process are in tests/conftest.py. TEST_PROCESSES=0
+# runs it in one process.
+TEST_PROCESSES ?= 2
 PYTEST_MARKS ?=
 
 .PHONY: run test test-quick check system-deps install install-test bench clean
@@ -52,7 +56,7 @@ test-quick: system-deps
 # gets too, so the sweep still runs.
 check:
 	@run="$$$$.$$(date +%s%N)"; named=; trap : INT; \
-	DESKDEX_TEST_RUN="$$run" $(BIN)/python -m pytest $(PYTEST_MARKS) $(PYTEST_ARGS); rc=$$?; \
+	DESKDEX_TEST_RUN="$$run" $(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadgroup $(PYTEST_MARKS) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest ran no test: failing" >&2; rc=1; fi; \
 	for sig in TERM TERM KILL KILL; do \
 	  left=$$(grep -lsxzF "DESKDEX_TEST_RUN=$$run" /proc/[0-9]*/environ | cut -d/ -f3); \

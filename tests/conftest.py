@@ -4,6 +4,7 @@ and generated documents of the first formats."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import signal
@@ -200,3 +201,26 @@ def make_docx(path: Path, title: str, author: str, heading: str, paragraphs: lis
                 t.cell(r, c).text = value
     d.save(str(path))
     return path
+
+
+# `make test` runs the suite in two pytest-xdist processes (--dist loadgroup): the wall clock is mostly
+# waiting on daemons and workers, so two processes nearly halve it (docs/development.md). Each module is
+# one group, so its module-scoped fixtures are built once. The modules that make Unix accounts or run a
+# `--system` daemon share one group, hence one process: a system daemon follows /etc/passwd and pauses
+# its intake while an account change is waiting, so accounts added and removed by a test running beside
+# it would slow or break it. Matched on the module's text so that a new such module joins by itself.
+_ACCOUNT_USE = re.compile(r'from \.accounts import|"--system"')
+_account_modules: dict[Path, bool] = {}
+
+
+def _uses_accounts(path: Path) -> bool:
+    if path not in _account_modules:
+        _account_modules[path] = bool(_ACCOUNT_USE.search(path.read_text(errors="replace")))
+    return _account_modules[path]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = Path(str(item.path))
+        group = "accounts" if _uses_accounts(path) else path.stem
+        item.add_marker(pytest.mark.xdist_group(group))
