@@ -4,9 +4,11 @@ a time hold a crawl for ever), redirects followed by hand (each hop checked, loo
 through its site's politeness gate) and per-URL outcomes.
 
 Every failure becomes a ``FetchError`` with a short ``reason`` that the crawl records and counts;
-nothing here stops a crawl. The DNS cache sits in the connection layer (an httpcore network
-backend), so the address that was checked is the address connected to: a name cannot resolve to a
-public address for the check and to 127.0.0.1 for the connection.
+nothing here stops a crawl. The DNS cache decides where a request connects: each request goes to
+an address the cache resolved and checked, so the address that was checked is the address
+connected to: a name cannot resolve to a public address for the check and to 127.0.0.1 for the
+connection. Only httpx's public interface does it (a transport of ours around httpx's own, and
+the documented ``sni_hostname`` request extension); see CheckedTransport.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ import asyncio
 import email.utils
 import logging
 import socket
+import ssl
 import time
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import AsyncIterator, Callable
 
-import httpcore
 import httpx
 
 from deskdex.errors import FetchError
@@ -45,6 +47,10 @@ class FetchSettings:
     dns_ttl: float = 300.0
 
 
+class PrivateAddress(httpx.ConnectError):
+    """A name resolves to an address a crawl may not reach (loopback, private, link-local...)."""
+
+
 class DNSCache:
     """Host name -> addresses, kept ``ttl`` seconds, with the private-address rule applied."""
 
@@ -54,17 +60,22 @@ class DNSCache:
         self._cache: dict[str, tuple[float, list[str]]] = {}
         self.lookups = 0
 
+    async def lookup(self, host: str, port: int) -> list[str]:
+        """The addresses of ``host`` from the system's resolver, in its order (a subclass may
+        answer from elsewhere: a static table, a test's names)."""
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except socket.gaierror as exc:
+            raise httpx.ConnectError(f"DNS: {exc}") from exc
+        return list(dict.fromkeys(str(i[4][0]) for i in infos))
+
     async def resolve(self, host: str, port: int) -> list[str]:
         hit = self._cache.get(host)
         if hit and hit[0] > time.monotonic():
             addrs = hit[1]
         else:
             self.lookups += 1
-            try:
-                infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            except socket.gaierror as exc:
-                raise httpcore.ConnectError(f"DNS: {exc}") from exc
-            addrs = list(dict.fromkeys(str(i[4][0]) for i in infos))
+            addrs = await self.lookup(host, port)
             self._cache[host] = (time.monotonic() + self.ttl, addrs)
         if not self.allow_private:
             bad = [a for a in addrs if not is_public_address(a)]
@@ -73,39 +84,128 @@ class DNSCache:
         return addrs
 
 
-class PrivateAddress(httpcore.ConnectError):
-    pass
+KEEPALIVE = 5.0  # seconds an idle connection, and an idle site's pool, is kept
 
 
-class _CachedBackend(httpcore.AsyncNetworkBackend):
-    def __init__(self, dns: DNSCache) -> None:
+@dataclass(eq=False)
+class _SitePool:
+    transport: httpx.AsyncHTTPTransport
+    busy: int = 0  # requests whose answer is not closed yet
+    used: float = field(default_factory=time.monotonic)
+
+
+class CheckedTransport(httpx.AsyncBaseTransport):
+    """httpx's own transport, told which address to connect to. httpx takes no resolver, so each
+    request is sent to an address the DNS cache resolved and checked, as httpx documents for
+    connecting to an explicit address: the URL's host replaced by the address, the name kept in
+    the Host header and given for TLS (the ``sni_hostname`` extension: the certificate is checked
+    against the name). The addresses are tried in turn until one connects.
+
+    Each site (scheme, name, port) has its own pool, as when httpx resolves names itself: a TLS
+    connection verified for one name never carries the request of another name that has the same
+    address. At most ``connections`` requests at once, their bodies included; a site's pool idle
+    KEEPALIVE seconds is closed, and the least recently used idle ones when ``connections`` sites
+    hold one, so a crawl of many sites keeps no more sockets than a shared pool would."""
+
+    def __init__(self, dns: DNSCache, connections: int, verify: ssl.SSLContext) -> None:
         self.dns = dns
-        self.inner = httpcore.AnyIOBackend()
+        self.connections = connections
+        self.verify = verify
+        self._sites: dict[tuple[str, str, int], _SitePool] = {}  # least recently used first
+        self._slots = asyncio.Semaphore(connections)
 
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                          socket_options: Any = None) -> httpcore.AsyncNetworkStream:
-        addrs = await self.dns.resolve(host, port)
-        last: Exception | None = None
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        if url.scheme not in ("http", "https"):
+            raise httpx.UnsupportedProtocol(f"{url.scheme!r} URLs are not crawled", request=request)
+        port = url.port or (443 if url.scheme == "https" else 80)
+        try:
+            addrs = await self.dns.resolve(url.host, port)
+        except httpx.ConnectError as exc:
+            exc.request = request
+            raise
+        await self._slots.acquire()
+        site: _SitePool | None = None
+        try:
+            site, idle = self._site((url.scheme, url.host, port))
+            for old in idle:
+                await old.transport.aclose()
+            response = await self._send(site.transport, request, addrs)
+        except BaseException:
+            self._done(site)
+            raise
+        stream = response.stream
+        assert isinstance(stream, httpx.AsyncByteStream)
+        return httpx.Response(response.status_code, headers=response.headers,
+                              stream=_Released(stream, lambda: self._done(site)), extensions=response.extensions)
+
+    async def _send(self, transport: httpx.AsyncHTTPTransport, request: httpx.Request,
+                    addrs: list[str]) -> httpx.Response:
+        last: httpx.TransportError | None = None
         for addr in addrs:
+            to = httpx.Request(request.method, request.url.copy_with(host=addr), headers=request.headers,
+                               stream=request.stream, extensions={**request.extensions, "sni_hostname": request.url.host})
             try:
-                return await self.inner.connect_tcp(addr, port, timeout, local_address, socket_options)
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                last = exc
-        raise last or httpcore.ConnectError(f"no address for {host}")
+                return await transport.handle_async_request(to)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                last = exc  # nothing was sent: the next address may answer
+        raise last or httpx.ConnectError(f"no address for {request.url.host}", request=request)
 
-    async def connect_unix_socket(self, *a: Any, **kw: Any) -> httpcore.AsyncNetworkStream:
-        raise httpcore.ConnectError("unix sockets are not crawled")
+    def _site(self, key: tuple[str, str, int]) -> tuple[_SitePool, list[_SitePool]]:
+        """The pool of ``key``'s site, marked busy, and the idle pools to close (taken out here, at
+        once, so no other request picks one up while it closes)."""
+        now = time.monotonic()
+        site = self._sites.pop(key, None)
+        idle: list[_SitePool] = []
+        for k, s in list(self._sites.items()):
+            if s.busy == 0 and (now - s.used > KEEPALIVE or len(self._sites) >= self.connections):
+                idle.append(self._sites.pop(k))
+        if site is None:
+            limits = httpx.Limits(max_connections=self.connections, max_keepalive_connections=self.connections,
+                                  keepalive_expiry=KEEPALIVE)
+            site = _SitePool(httpx.AsyncHTTPTransport(verify=self.verify, trust_env=False, retries=0, limits=limits))
+        self._sites[key] = site
+        site.busy += 1
+        return site, idle
 
-    async def sleep(self, seconds: float) -> None:
-        await self.inner.sleep(seconds)
+    def _done(self, site: _SitePool | None) -> None:
+        """A request's answer is closed (or it failed): its slot and its site are free again."""
+        if site is not None:
+            site.busy -= 1
+            site.used = time.monotonic()
+        self._slots.release()
+
+    async def aclose(self) -> None:
+        sites, self._sites = list(self._sites.values()), {}
+        for s in sites:
+            await s.transport.aclose()
 
 
-def make_client(settings: FetchSettings, dns: DNSCache, connections: int = 100) -> httpx.AsyncClient:
-    transport = httpx.AsyncHTTPTransport(retries=0)
-    # httpx takes no network backend argument; its pool is replaced by one that uses the DNS cache.
-    transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=httpx.create_ssl_context(), max_connections=connections, max_keepalive_connections=connections,
-        keepalive_expiry=5.0, network_backend=_CachedBackend(dns))
+class _Released(httpx.AsyncByteStream):
+    """An answer's body that calls ``done`` once, when it is closed."""
+
+    def __init__(self, stream: httpx.AsyncByteStream, done: Callable[[], None]) -> None:
+        self.stream = stream
+        self.done: Callable[[], None] | None = done
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self.stream:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self.stream.aclose()
+        finally:
+            done, self.done = self.done, None
+            if done is not None:
+                done()
+
+
+def make_client(settings: FetchSettings, dns: DNSCache, connections: int = 100,
+                verify: ssl.SSLContext | None = None) -> httpx.AsyncClient:
+    """The crawl's client: every request through ``dns`` (see CheckedTransport). ``verify``: the
+    certificates trusted (the system's by default)."""
+    transport = CheckedTransport(dns, connections, verify or httpx.create_ssl_context())
     return httpx.AsyncClient(transport=transport, timeout=settings.timeout, follow_redirects=False, trust_env=False,
                              headers={"User-Agent": settings.user_agent, "Accept-Encoding": "gzip, deflate"})
 
@@ -220,7 +320,4 @@ async def _request(client: httpx.AsyncClient, settings: FetchSettings, method: s
     except httpx.DecodingError as exc:
         raise FetchError("bad_encoding", f"content decoding failed: {exc}") from exc
     except (httpx.TransportError, httpx.InvalidURL) as exc:
-        cause = exc.__cause__ or exc.__context__
-        if isinstance(cause, PrivateAddress):
-            raise FetchError("private_address", str(cause)) from exc
         raise FetchError("network", f"{type(exc).__name__}: {exc}") from exc
