@@ -14,6 +14,11 @@ read leniently instead (``problems``): a value that does not fit is reported (th
 value, what is allowed) and its default used, an item of a list that does not fit (one pattern of
 ``exclude``) is left out and the others kept, so a hand-edited file cannot keep them from running
 (an enterprise-mode daemon serves every user of the machine).
+
+Code reads settings through the typed API: ``cfg.settings.workers``, ``cfg.settings.crawl.delay``
+(``Config.settings``, a ``Settings`` of deskdex.typed_settings, generated from ``SETTINGS``), whose
+every read mypy knows the type of. ``cfg["workers"]`` is the old untyped read (``Any``), kept only
+until the code still using it is converted; new code does not use it.
 """
 
 from __future__ import annotations
@@ -23,12 +28,19 @@ import re
 import tomllib
 import warnings
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
 from .paths import Home
 from .protocol import CRAWL_SCOPES
+from .typed_settings import TABLES as TABLE_TYPES
+# The typed classes, importable from here (``X as X``: re-exported, mypy --strict).
+from .typed_settings import CrawlTable as CrawlTable
+from .typed_settings import OcrTable as OcrTable
+from .typed_settings import Settings as Settings
+from .typed_settings import Site as Site
 
 # Why one value (a string, a list's item, a table's (key, value) entry) does not fit; None: it does.
 Check = Callable[[Any], "str | None"]
@@ -130,6 +142,7 @@ def _language(code: str) -> str | None:
 
 
 SITE_KEYS = {"url": str, "scope": str, "max_pages": int, "max_depth": int, "topic": str}
+SITE_REQUIRED = ("url",)
 
 
 def _site(site: dict[str, Any]) -> str | None:
@@ -140,8 +153,8 @@ def _site(site: dict[str, Any]) -> str | None:
             return f"unknown key {key!r} in a site (known: {', '.join(SITE_KEYS)})"
         if not isinstance(value, kind) or isinstance(value, bool):
             return f"a site's {key} must be {'an integer' if kind is int else 'a string'}, not {_shown(value)}"
-    if "url" not in site:
-        return "a site needs a url"
+    if missing := [k for k in SITE_REQUIRED if k not in site]:
+        return f"a site needs a {missing[0]}"
     if (why := _url(site["url"], ("http", "https"))) is not None:
         return why
     if site.get("scope", "host") not in CRAWL_SCOPES:
@@ -299,17 +312,53 @@ DEFAULTS = {s.name: s.default for s in SETTINGS}
 TABLES = frozenset(s.table for s in SETTINGS if s.table)
 
 
+def typed(values: Mapping[str, Any]) -> Settings:
+    """The typed settings of ``values`` (setting name → value; a setting missing: its default),
+    each checked for its type and bounds: ConfigError naming the setting, the value and what is
+    allowed. Values from ``read`` or ``parse`` always pass (they were checked, or left at their
+    defaults); this guards the values code puts together (``--broker``, a daemon's ``given_over``).
+    The shapes of a list's items are not checked again: ``read`` and ``save`` did, each pattern
+    compiled, and doing it for every ``Config`` would compile them twice."""
+    top: dict[str, Any] = {}
+    tables: dict[str, dict[str, Any]] = {}
+    for s in SETTINGS:
+        value = values.get(s.name, s.default)
+        why = _problem(value, s)
+        if why is not None:
+            raise ConfigError(f"{s.name} {why}")
+        (tables.setdefault(s.table, {}) if s.table else top)[s.key] = _frozen(value, s)
+    top.update({t: TABLE_TYPES[t](**v) for t, v in tables.items()})
+    return Settings(**top)
+
+
+def _frozen(value: Any, setting: Setting) -> Any:
+    """A checked value as the typed object holds it: lists as tuples, tables as read-only mappings
+    (each ``[[crawl.sites]]`` table a copy), an integer given for a number as a float."""
+    if isinstance(value, list):
+        return tuple(dict(v) if isinstance(v, dict) else v for v in value)
+    if isinstance(value, dict):
+        return MappingProxyType(dict(value))
+    return float(value) if setting.kind is float else value
+
+
 @dataclass(frozen=True)
 class Config:
-    """Every setting's value (``cfg["workers"]``, ``cfg["crawl.delay"]``) and the home it belongs to."""
+    """The settings of a home: ``settings``, typed (``cfg.settings.workers``), and the home."""
 
     values: Mapping[str, Any]
     home: Home
     # Settings given on the command line for this run (``--broker``): they stand over the file's
     # values whenever a running daemon reads its file again, so a hand edit cannot drop them.
     given: Mapping[str, Any] = field(default_factory=dict)
+    # The typed API: every read through it has a type mypy checks. Made from ``values`` (checked:
+    # ConfigError for a value of the wrong type or out of bounds, naming the setting).
+    settings: Settings = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "settings", typed(self.values))  # a frozen dataclass's own field
 
     def __getitem__(self, key: str) -> Any:
+        """The untyped read (``Any``), kept for code not yet converted: use ``self.settings``."""
         return self.values[key]
 
     def given_over(self, values: Mapping[str, Any]) -> Config:
@@ -318,7 +367,7 @@ class Config:
 
     def configured_folders(self) -> list[str]:
         """The ``folders`` setting, as absolute paths."""
-        return [os.path.abspath(os.path.expanduser(f)) for f in self["folders"]]
+        return [os.path.abspath(os.path.expanduser(f)) for f in self.settings.folders]
 
     def folders(self) -> list[str]:
         """The folders a user's daemon watches: the configured ones, else the default one."""
