@@ -17,7 +17,7 @@ import os
 import platform
 from collections.abc import Sequence
 
-from deskdex.converters.source import Source, _check_regular, _unreadable, display_path
+from deskdex.converters.source import Source, check_regular, display_path, unreadable
 from deskdex.errors import UnreadableFile
 
 # openat2(2), Linux 5.6: the same number on every architecture (the unified syscall table).
@@ -76,13 +76,13 @@ def open_beneath(roots: Sequence[str], path: str, use_openat2: bool = True) -> i
     try:
         dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
-        raise _unreadable(root, exc) from exc
+        raise unreadable(root, exc) from exc
     try:
         fd = _open(dir_fd, rel, path, use_openat2)
     finally:
         os.close(dir_fd)
     try:
-        _check_regular(path, os.fstat(fd))  # NotRegular: a FIFO, a device, a folder...
+        check_regular(path, os.fstat(fd))  # NotRegular: a FIFO, a device, a folder...
         os.set_blocking(fd, True)  # a regular file: reads never block on O_NONBLOCK anyway
     except BaseException:
         os.close(fd)
@@ -128,7 +128,7 @@ def _refusal(path: str, exc: OSError) -> UnreadableFile:
                               f"with the setting folders follows no link beneath them: {shown}")
     if exc.errno == errno.EXDEV:
         return UnreadableFile(f"outside the folders this worker converts (its setting folders): {shown}")
-    return _unreadable(path, exc)
+    return unreadable(path, exc)
 
 
 def descriptor_source(source: Source, fd: int, limit: int) -> Source:

@@ -10,9 +10,10 @@ from .convert import Outcome, convert
 from .document import Block, Document, Inline
 from .limits import Limits
 from .registry import FORMATS_BASE, Format, Member, Registry, default_registry
-from .source import Source, display_path, open_regular, path_to_uri, uri_to_path
+from .source import Source, check_regular, display_path, open_regular, path_to_uri, unreadable, uri_to_path
 
 __all__ = [
     "Block", "Document", "FORMATS_BASE", "Format", "Inline", "Limits", "Member", "Outcome",
-    "Registry", "Source", "convert", "default_registry", "display_path", "open_regular", "path_to_uri", "uri_to_path",
+    "Registry", "Source", "check_regular", "convert", "default_registry", "display_path", "open_regular", "path_to_uri",
+    "unreadable", "uri_to_path",
 ]

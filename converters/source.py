@@ -39,8 +39,8 @@ class Source:
         try:
             st = os.stat(self.path, follow_symlinks=self.run_as is None)
         except OSError as exc:
-            raise _unreadable(self.path, exc) from exc
-        _check_regular(self.path, st)
+            raise unreadable(self.path, exc) from exc
+        check_regular(self.path, st)
         return st.st_size
 
     def read(self, limit: int | None = None) -> bytes:
@@ -54,7 +54,7 @@ class Source:
             try:
                 data = f.read() if limit is None else f.read(limit + 1)
             except OSError as exc:
-                raise _unreadable(self.path, exc) from exc
+                raise unreadable(self.path, exc) from exc
         if limit is not None and len(data) > limit:  # it grew since the size was checked
             raise SizeLimit(f"over the {limit}-byte limit")
         return data
@@ -67,7 +67,7 @@ class Source:
             try:
                 return f.read(n)
             except OSError as exc:
-                raise _unreadable(self.path, exc) from exc
+                raise unreadable(self.path, exc) from exc
 
     def open(self) -> BinaryIO:
         """The file, checked to be a regular one (see ``open_regular``); a member's bytes in memory."""
@@ -97,7 +97,9 @@ def special_kind(mode: int) -> str | None:
     return next((name for test, name in _KINDS if test(mode)), "an unknown kind of file")
 
 
-def _check_regular(path: str, st: os.stat_result) -> None:
+def check_regular(path: str, st: os.stat_result) -> None:
+    """Raise NotRegular unless ``st`` (of an open descriptor, so what is read is what was checked)
+    is a regular file's; the message names what it is instead and ``path``."""
     kind = special_kind(st.st_mode)
     if kind is not None:
         raise NotRegular(f"{kind}, not a regular file: {display_path(path)}")
@@ -117,10 +119,10 @@ def open_regular(path: str, nofollow: bool = False) -> BinaryIO:
     except OSError as exc:
         if nofollow and exc.errno == errno.ELOOP:
             raise NotRegular(f"a symbolic link, not followed: {display_path(path)}") from exc
-        raise _unreadable(path, exc) from exc
+        raise unreadable(path, exc) from exc
     try:
         st = os.fstat(fd)
-        _check_regular(path, st)
+        check_regular(path, st)
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)  # a regular file: reads never block on O_NONBLOCK anyway
         return os.fdopen(fd, "rb")
@@ -129,7 +131,9 @@ def open_regular(path: str, nofollow: bool = False) -> BinaryIO:
         raise
 
 
-def _unreadable(path: str, exc: OSError) -> UnreadableFile:
+def unreadable(path: str, exc: OSError) -> UnreadableFile:
+    """The error to raise for an OSError opening or reading ``path``: Vanished when it is gone,
+    else UnreadableFile saying why (permission denied, or the system's words)."""
     shown = display_path(path)
     if exc.errno == errno.ENOENT:
         return Vanished(f"vanished before it could be read: {shown}")
