@@ -223,20 +223,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     home = home_of(args).ensure()
     cfg = settings.load(home)
-    listen = args.listen or str(cfg["listen"])
+    listen = args.listen or cfg.settings.listen
     if not listen:
         print("deskdex: nothing to listen on: give --listen HOST:PORT or set `listen`", file=sys.stderr)
         return EXIT_USAGE
     if not getattr(args, "verbose", False):
         # A server's log names what it refused and why (one line each), as the daemon's does.
         logging.getLogger().setLevel(logging.INFO)
-    return serve(home.data_dir, listen, str(cfg["token"]), str(cfg["tls_cert"]), str(cfg["tls_key"]))
+    s = cfg.settings
+    return serve(home.data_dir, listen, s.token, s.tls_cert, s.tls_key)
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
     home = home_of(args).ensure()
     cfg = settings.load(home)
-    broker = args.broker or cfg["broker"]
+    broker = args.broker or cfg.settings.broker
     if not broker:
         print("deskdex: no broker: give --broker redis://HOST:PORT/N or set `broker`", file=sys.stderr)
         return EXIT_USAGE
@@ -328,11 +329,11 @@ def cmd_exclude(args: argparse.Namespace) -> int:
         # it, and knows nothing to remove. It goes from the file, which a running daemon follows.
         asked = ask_daemon(args, f"exclude_{args.action}", pattern=pattern) \
             if args.action == "add" or _valid("exclude", pattern) else None
-        if asked is None and not _change_list(home, "exclude", list(load_leniently(home)["exclude"]), args.action,
+        if asked is None and not _change_list(home, "exclude", list(load_leniently(home).settings.exclude), args.action,
                                               pattern, "not an excluded pattern"):
             return EXIT_ERROR
     # What the daemon uses: the valid ones (a list says why any other is left out).
-    patterns = list((load_leniently(home) if args.action == "list" else settings.load(home, []))["exclude"])
+    patterns = list((load_leniently(home) if args.action == "list" else settings.load(home, [])).settings.exclude)
     if args.json:
         print_json({"exclude": patterns})
     else:
@@ -373,7 +374,7 @@ def crawl_env(args: argparse.Namespace) -> CrawlEnv:
 
         cfg = settings.load(home)
         return IndexSink(Collection.from_settings(cfg, writable=True), Limits.from_settings(cfg),
-                         commit_seconds=float(cfg["commit_seconds"]))
+                         commit_seconds=cfg.settings.commit_seconds)
 
     def known_pages() -> Any:
         from deskdex.pipeline.websink import read_known_pages

@@ -19,6 +19,7 @@ from .render import human, print_results, raw_path, shown_location, terminal_saf
 if TYPE_CHECKING:
     from deskdex.paths import Home
     from deskdex.protocol import SearchHit
+    from deskdex.settings import Config
 
 EXIT_ERROR, EXIT_USAGE = 1, 2
 
@@ -62,7 +63,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         cfg = settings.load(home)
         with ExitStack() as stack:
             colls = [stack.enter_context(Collection.open(home.data_dir)),
-                     *open_shards(stack, cfg["shards"], cfg["token"], cfg["tls_ca"])]
+                     *open_shards(stack, cfg.settings.shards, cfg.settings.token, cfg.settings.tls_ca)]
             results = search_shards(colls, query, limit=limit, offset=args.offset, sort=args.sort,
                                     snippets=snippets, collapse=not args.all, similar=args.similar)
     if args.open:
@@ -129,8 +130,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     cluster = _cluster_state(cfg, running) if cfg is not None else None
     if cluster is not None:
         info["cluster"] = cluster
-    if cfg is not None and cfg["shards"]:
-        info["shards"] = [{"home": p, **_shard_status(p, cfg["token"], cfg["tls_ca"])} for p in cfg["shards"]]
+    if cfg is not None and cfg.settings.shards:
+        s = cfg.settings
+        info["shards"] = [{"home": p, **_shard_status(p, s.token, s.tls_ca)} for p in s.shards]
     if args.json:
         print_json(info)
         return 0
@@ -193,7 +195,7 @@ def _shard_status(where: str, token: str, ca: str) -> dict[str, Any]:
             if k in ("documents", "failed", "index_bytes", "store_bytes", "last_commit", "note")}
 
 
-def _settings_or_none(home: Home) -> Any:
+def _settings_or_none(home: Home) -> Config | None:
     """The home's settings; None when its config cannot be read (the daemon's status says why)."""
     from deskdex import settings
 
@@ -203,10 +205,10 @@ def _settings_or_none(home: Home) -> Any:
         return None
 
 
-def _cluster_state(cfg: Any, running: str = "") -> dict[str, Any] | None:
+def _cluster_state(cfg: Config, running: str = "") -> dict[str, Any] | None:
     """With a broker (the running daemon's, else the setting): the cluster as the broker sees it
     (cluster/status.py); None without."""
-    broker = running or cfg["broker"]
+    broker = running or cfg.settings.broker
     if not broker:
         return None
     from deskdex.cluster import check_setting

@@ -83,7 +83,7 @@ def recorded_broker(runtime_dir: str) -> str:
 
 def remote_crawl(cfg: Config) -> RemoteCrawl | None:
     """Crawls through the workers of ``cfg``'s broker (close it when done), or None without one."""
-    broker = str(cfg["broker"])
+    broker = cfg.settings.broker
     if not broker:
         return None
     check_setting(broker, system=False)
@@ -91,5 +91,4 @@ def remote_crawl(cfg: Config) -> RemoteCrawl | None:
 
     from .crawling import RemoteCrawl
 
-    return RemoteCrawl(broker, float(cfg["redelivery"]), Limits.from_settings(cfg),
-                       float(cfg["crawl.shard_timeout"]))
+    return RemoteCrawl(broker, cfg.settings.redelivery, Limits.from_settings(cfg), cfg.settings.crawl.shard_timeout)

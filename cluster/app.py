@@ -159,14 +159,14 @@ def run_worker(cfg: Config, broker: str, concurrency: int, name: str | None = No
             logging.getLogger(noisy).setLevel(logging.WARNING)
 
     STATE.redis = redis_client(broker)
-    STATE.overrides = cfg["converters"]
+    s = cfg.settings
+    STATE.overrides = dict(s.converters)
     STATE.set_folders(cfg.configured_folders())
     STATE.allow_private = allow_private
     STATE.limits = Limits.from_settings(cfg)
-    STATE.fetch = FetchSettings(timeout=float(cfg["crawl.timeout"]), deadline=float(cfg["crawl.deadline"]),
-                                max_bytes=int(cfg["crawl.max_mb"]) * 2**20)
+    STATE.fetch = FetchSettings(timeout=s.crawl.timeout, deadline=s.crawl.deadline, max_bytes=s.crawl.max_mb * 2**20)
     crawls = range(CRAWL_QUEUES) if crawl_queues is None else crawl_queues
-    app = make_app(broker, float(cfg["redelivery"]), worker=True)
+    app = make_app(broker, s.redelivery, worker=True)
     worker = app.Worker(pool="threads", concurrency=concurrency,
                         queues=[QUEUE, *(crawl_queue_name(k) for k in crawls)],
                         hostname=name or f"deskdex@{socket.gethostname()}.{os.getpid()}",

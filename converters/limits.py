@@ -44,10 +44,11 @@ class Limits:
     @classmethod
     def from_settings(cls, cfg: Config) -> Limits:
         """The limits the settings ``time_limit``, ``memory_limit_mb``, ``max_file_mb`` and ``[ocr]`` ask for."""
-        ocr = OcrOptions(enabled=bool(cfg["ocr.enabled"]), languages=tuple(cfg["ocr.languages"]),
-                         min_pixels=int(cfg["ocr.min_pixels"]), seconds=float(cfg["ocr.time_limit"]))
-        return cls(time_seconds=float(cfg["time_limit"]), memory_bytes=int(cfg["memory_limit_mb"]) * 2**20,
-                   file_bytes=int(cfg["max_file_mb"]) * 2**20, ocr=ocr)
+        s = cfg.settings
+        ocr = OcrOptions(enabled=s.ocr.enabled, languages=s.ocr.languages, min_pixels=s.ocr.min_pixels,
+                         seconds=s.ocr.time_limit)
+        return cls(time_seconds=s.time_limit, memory_bytes=s.memory_limit_mb * 2**20,
+                   file_bytes=s.max_file_mb * 2**20, ocr=ocr)
 
 
 def left_out(doc: Document, what: str) -> None:

@@ -28,6 +28,7 @@ from deskdex.errors import BadArgs, ConfigError, DeskdexError
 from deskdex.index.webpages import WebPages
 from deskdex.pipeline.similar import convert_one
 from deskdex.pipeline.websink import IndexSink, known_pages
+from deskdex.settings import Settings
 from deskdex.webcrawl import config as crawlconfig
 from deskdex.webcrawl.sink import FetchedPage, PutResult
 from deskdex.webcrawl.stats import STATE_FILE, SiteStats
@@ -213,7 +214,7 @@ class CrawlScheduler:
             pages = [p for p in known_pages(WebPages(self.coll.catalog)) if urlsplit(p.url).netloc == host]
         if not pages:
             return True
-        budget = crawlconfig.load(self.config_file)["revisit_budget_per_day"]
+        budget = crawlconfig.load(self.config_file).settings.revisit_budget_per_day
         return bool(due(pages, budget, time.time()))
 
     def _run(self, request: CrawlRequest, job: CrawlJob | None, site: str | None) -> CrawlRun:
@@ -225,8 +226,9 @@ class CrawlScheduler:
         if not plans:
             raise ConfigError("no URL given and no crawl configured (deskdex crawl add URL)")
         remote = remote_crawl(self.cfg) if self.cfg is not None else None
-        sink = LockedSink(self.coll, self.lock, self.limits,
-                          float(self.cfg["commit_seconds"]) if self.cfg is not None else 30.0)
+        # Without the daemon's Config (a test's runner): the built-in defaults.
+        typed = self.cfg.settings if self.cfg is not None else Settings()
+        sink = LockedSink(self.coll, self.lock, self.limits, typed.commit_seconds)
         try:
             run = CrawlRun(plans, sink, self.state_path, _progress_to(job) if job is not None else None, remote)
             with self._guard:

@@ -125,8 +125,8 @@ class Ops:
         a = req.args
         reader_uid = self._reader_uid(req.peer)
         with self.daemon.reading() as reader, ExitStack() as stack:
-            shards = open_shards(stack, self.daemon.cfg["shards"], self.daemon.cfg["token"],
-                                 self.daemon.cfg["tls_ca"], self._served)
+            s = self.daemon.cfg.settings
+            shards = open_shards(stack, s.shards, s.token, s.tls_ca, self._served)
             return search_shards([reader, *shards], a["query"], limit=a["limit"], offset=a["offset"], sort=a["sort"],
                                  collapse=not a["all"], reader=reader_uid, snippets=a["snippets"],
                                  similar=a["similar"])
@@ -208,19 +208,19 @@ class Ops:
         return self.watch_list(req)
 
     def exclude_list(self, req: Request) -> dict[str, Any]:
-        return {"exclude": list(self.daemon.cfg["exclude"])}
+        return {"exclude": list(self.daemon.cfg.settings.exclude)}
 
     def exclude_add(self, req: Request) -> dict[str, Any]:
         pattern = req.args["pattern"]
         if not pattern.strip():
             raise BadArgs("exclude_add: the pattern is empty")
-        current = list(self.daemon.cfg["exclude"])
+        current = list(self.daemon.cfg.settings.exclude)
         if pattern not in current:
             self.daemon.set_excludes(current + [pattern])
         return self.exclude_list(req)
 
     def exclude_remove(self, req: Request) -> dict[str, Any]:
-        current = list(self.daemon.cfg["exclude"])
+        current = list(self.daemon.cfg.settings.exclude)
         if req.args["pattern"] not in current:
             raise BadArgs(f"exclude_remove: {req.args['pattern']!r} is not a configured pattern")
         self.daemon.set_excludes([p for p in current if p != req.args["pattern"]])

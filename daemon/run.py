@@ -26,14 +26,14 @@ def run_daemon(cfg: Config, once: bool = False, system: bool = False, problems: 
     did not fit, left at their defaults; a file that is not TOML: configwatch.load_for_daemon's),
     shown in ``status`` until the file is fixed."""
     home = cfg.home
-    check_broker(str(cfg["broker"]), system)
+    check_broker(cfg.settings.broker, system)
     # Before anything opens a file: each caller's connection is a descriptor, and the daemon must
     # never be the one left without (the watcher, the index, the converters' pipes).
     raise_descriptor_limit()
     with InstanceLock(os.path.join(home.data_dir, "daemon.lock")):
         if not system:
             private_dir(home.runtime_dir)
-            record_broker(home.runtime_dir, str(cfg["broker"]))  # --broker too: `deskdex status` shows it
+            record_broker(home.runtime_dir, cfg.settings.broker)  # --broker too: `deskdex status` shows it
         daemon = Daemon(cfg, system=system)
         daemon.settings_problems = list(problems)
         for problem in problems:

@@ -44,10 +44,13 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, Mapping
 
 from deskdex import protocol
 from deskdex.errors import AlreadyRunning, Busy, DaemonError, DeskdexError, Forbidden, TooLarge, UnknownOp
+
+if TYPE_CHECKING:
+    from deskdex.settings import Config
 
 logger = logging.getLogger(__name__)
 
@@ -73,9 +76,10 @@ class Limits:
     requests_per_second: float = 50.0  # 0: no limit; bursts of twice as many
 
     @classmethod
-    def from_settings(cls, cfg: Any) -> Limits:
-        return cls(max(1, int(cfg["connections_per_user"])), max(1, int(cfg["searches_per_user"])),
-                   max(0.0, float(cfg["requests_per_second"])))
+    def from_settings(cls, cfg: Config) -> Limits:
+        """The settings' limits (within their bounds: at least one connection and one search)."""
+        s = cfg.settings
+        return cls(s.connections_per_user, s.searches_per_user, s.requests_per_second)
 
 
 def connection_budget() -> int:

@@ -132,10 +132,10 @@ class Indexer:
     def from_settings(cls, coll: Collection, cfg: Config, workers: int, idle: bool,
                       stop: threading.Event | None = None) -> Indexer:
         """An indexer with ``cfg``'s limits, converters, commit batches, retry back-off and broker."""
-        return cls(coll, Limits.from_settings(cfg), workers=workers, idle=idle,
-                   commit_every=int(cfg["commit_every"]), commit_seconds=float(cfg["commit_seconds"]),
-                   stop=stop, overrides=cfg["converters"], retry_first=float(cfg["retry_first"]),
-                   broker=str(cfg["broker"]), redelivery=float(cfg["redelivery"]))
+        s = cfg.settings
+        return cls(coll, Limits.from_settings(cfg), workers=workers, idle=idle, commit_every=s.commit_every,
+                   commit_seconds=s.commit_seconds, stop=stop, overrides=dict(s.converters),
+                   retry_first=s.retry_first, broker=s.broker, redelivery=s.redelivery)
 
     def scan(self, roots: Iterable[str], excludes: Iterable[str] = ()) -> list[FileInfo]:
         excluder = Excluder(excludes)
@@ -631,7 +631,7 @@ def index_once(cfg: Config, roots: list[str], workers: int, progress: bool,
     before, are dropped)."""
     with Collection.from_settings(cfg, writable=True) as coll:
         indexer = Indexer.from_settings(coll, cfg, workers=workers, idle=False, stop=stop)
-        files = of_shard(indexer.scan(roots, cfg["exclude"]), shard)
+        files = of_shard(indexer.scan(roots, cfg.settings.exclude), shard)
         with with_bar(len(files) if progress else 0, min_total=1) as shown:
             return indexer.sync(roots, files, progress=shown)
 
@@ -648,7 +648,7 @@ def of_shard(files: list[FileInfo], shard: tuple[int, int] | None) -> list[FileI
 
 def shard_setting(cfg: Config) -> tuple[int, int] | None:
     """The setting shard as (I, N), or None; ConfigError for a value that is not I/N."""
-    text = str(cfg["shard"])
+    text = cfg.settings.shard
     if not text:
         return None
     from deskdex.webcrawl.runs import parse_shard

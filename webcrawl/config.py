@@ -14,16 +14,15 @@ Other tables and keys in the file are kept as they are when sites are added or r
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from deskdex import settings
 from deskdex.errors import ConfigError
 from deskdex.protocol import CRAWL_SCOPES
+from deskdex.settings import CrawlTable
 
 from .urls import normalise
 
 SCOPES = CRAWL_SCOPES  # one tuple: the crawl op of the protocol checks a scope against it too
-PREFIX = "crawl."
 
 
 @dataclass
@@ -37,25 +36,21 @@ class CrawlSite:
 
 @dataclass
 class CrawlConfig:
-    """The ``[crawl]`` settings (``cfg["delay"]``) and the configured sites."""
+    """The ``[crawl]`` settings, typed (``cfg.settings.delay``), and the configured sites."""
 
-    values: dict[str, Any] = field(default_factory=lambda: {s.key: s.default for s in settings.SETTINGS
-                                                            if s.table == "crawl" and s.key != "sites"})
+    settings: CrawlTable = field(default_factory=CrawlTable)
     sites: list[CrawlSite] = field(default_factory=list)
-
-    def __getitem__(self, key: str) -> Any:
-        return self.values[key]
 
     @property
     def user_agent(self) -> str:
-        return f"deskdex-crawler/0.1 (+{self['contact']})"
+        return f"deskdex-crawler/0.1 (+{self.settings.contact})"
 
 
 def load(path: str) -> CrawlConfig:
     """The ``[crawl]`` table of the config file at ``path``, checked by the one settings table."""
-    values = {k[len(PREFIX):]: v for k, v in settings.read(path).items() if k.startswith(PREFIX)}
+    table = settings.typed(settings.read(path)).crawl
     sites = []
-    for s in values.pop("sites"):
+    for s in table.sites:
         try:
             site = CrawlSite(**s)
         except TypeError as exc:
@@ -63,7 +58,7 @@ def load(path: str) -> CrawlConfig:
         if site.scope not in SCOPES:
             raise ConfigError(f"{path}: scope must be one of {', '.join(SCOPES)}, not {site.scope!r}")
         sites.append(site)
-    return CrawlConfig(values, sites)
+    return CrawlConfig(table, sites)
 
 
 def _write_sites(path: str, sites: list[CrawlSite]) -> None:

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import threading
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from deskdex.errors import ConfigError
 
@@ -25,6 +25,7 @@ from .sink import PageSink
 from .stats import CrawlStats, SiteStats, save_state
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -69,17 +70,19 @@ def plan(cfg: CrawlConfig, req: CrawlRequest,
     runs = [(req.urls, req.scope or "host", topic, None, None)] if req.urls else \
         [([s.url], s.scope, TopicClassifier.from_words(s.topic) if s.topic else topic, s.max_pages, s.max_depth)
          for s in cfg.sites]
-    fetch = FetchSettings(user_agent=cfg.user_agent, timeout=cfg["timeout"], deadline=cfg["deadline"],
-                          max_bytes=cfg["max_mb"] * 2**20,
-                          allow_private=req.allow_private or cfg["allow_private_addresses"])
+    crawl = cfg.settings
+    fetch = FetchSettings(user_agent=cfg.user_agent, timeout=crawl.timeout, deadline=crawl.deadline,
+                          max_bytes=crawl.max_mb * 2**20,
+                          allow_private=req.allow_private or crawl.allow_private_addresses)
     return [CrawlSettings(seeds=list(seeds), scope=scope, topic=t, shard=shard, fetch=fetch,
-                          max_pages=_first(req.max_pages, site_pages, cfg["max_pages"]),
-                          limits=Limits(max_depth=_first(req.max_depth, site_depth, cfg["max_depth"])),
-                          delay=_first(req.delay, cfg["delay"]))
+                          max_pages=_first(req.max_pages, site_pages, crawl.max_pages),
+                          limits=Limits(max_depth=_first(req.max_depth, site_depth, crawl.max_depth)),
+                          delay=_first(req.delay, crawl.delay))
             for seeds, scope, t, site_pages, site_depth in runs]
 
 
-def _first(*values: Any) -> Any:
+def _first(*values: T | None) -> T:
+    """The first of ``values`` given (not None): the request's, the site's, then the setting's."""
     return next(v for v in values if v is not None)
 
 
