@@ -87,8 +87,10 @@ def klass(name: str, doc: str, settings: list[Setting], tables: dict[str, str]) 
 
 def source() -> str:
     """The text of core/typed_settings.py for the settings table as it is."""
-    site = ["", "", "class Site(TypedDict, total=False):", '    """One ``[[crawl.sites]]`` table, as ``deskdex crawl add`` '
-            'writes it (webcrawl/config.py CrawlSite)."""', ""]
+    site = ["", "", "class Site(TypedDict, total=False):",
+            '    """One ``[[crawl.sites]]`` table, as ``deskdex crawl add`` writes it '
+            '(webcrawl/config.py CrawlSite)."""',
+            ""]
     site += [f"    {k}: {f'Required[{_name(t)}]' if k in SITE_REQUIRED else _name(t)}" for k, t in SITE_KEYS.items()]
     tables: dict[str, str] = {}
     for s in SETTINGS:
