@@ -19,15 +19,19 @@ sees it.
 
 Every local user of an enterprise-mode daemon may send anything, so every request is bounded
 before it costs much: a line of at most ``MAX_LINE`` bytes, nesting of at most ``MAX_NESTING``
-arrays and objects (checked by the JSON scanner itself, which stops at Python's recursion limit:
-the refusal is ``bad_request``, not a crash), a query of at most ``MAX_QUERY`` characters (and the
+arrays and objects (msgspec, which reads requests, stops at Python's recursion limit: the refusal is
+``bad_request``, not a crash), a query of at most ``MAX_QUERY`` characters (and the
 query language's own bounds, deskdex.index.query), ``limit`` and ``offset`` of at most
 ``MAX_LIMIT``. A request that breaks one answers an error of this table; none reaches an op.
 
-Light on purpose (no typing, json or dataclasses at run time): the fast path imports it.
+Light on purpose (no typing, json, msgspec or dataclasses at run time): the fast path imports it.
+The daemon reads requests and writes replies with msgspec; a client writes requests and reads
+replies with this module's own small JSON codec (see ``dumps``), json.dumps's output byte for byte.
 """
 
 from __future__ import annotations
+
+import codecs  # loaded with the interpreter: free
 
 from . import errors
 
@@ -249,12 +253,7 @@ def check_args(op: Op, args: Mapping[str, Any]) -> dict[str, Any]:
 
 def parse_request(line: bytes) -> tuple[Op, dict[str, Any]]:
     """One request line to its op and checked arguments; ProtocolError when it is not one."""
-    try:
-        msg = loads(line.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise errors.BadRequest(f"not JSON: {exc}") from None
-    except RecursionError:  # the C scanner's guard: Python's recursion limit, far past MAX_NESTING
-        raise errors.BadRequest(f"nested more than {MAX_NESTING} deep") from None
+    msg = _decode_request(line)
     if _nesting(msg) > MAX_NESTING:
         raise errors.BadRequest(f"nested more than {MAX_NESTING} deep")
     if not isinstance(msg, dict) or not isinstance(msg.get("op"), str):
@@ -264,6 +263,28 @@ def parse_request(line: bytes) -> tuple[Op, dict[str, Any]]:
     if op is None:
         raise errors.UnknownOp(f"unknown op {name!r}; ops: {', '.join(sorted(OPS))}")
     return op, check_args(op, msg)
+
+
+def _decode_request(line: bytes) -> Any:
+    """The JSON value of a request line, BadRequest if it is not one. msgspec reads it (the daemon's
+    side: strict, in C). What it refuses is read again by this module's decoder, which takes it as
+    json.loads does (at most MAX_LINE bytes, rare): the escape of an unpaired surrogate
+    (``"\\udcff"``, a file name that is not UTF-8, as os.fsdecode gives it), a number beyond a
+    float (1e999: infinity, which the op's argument check then refuses as out of range)."""
+    import msgspec
+
+    try:
+        return msgspec.json.decode(line)
+    except RecursionError:  # msgspec's guard: Python's recursion limit, far past MAX_NESTING
+        raise errors.BadRequest(f"nested more than {MAX_NESTING} deep") from None
+    except msgspec.DecodeError as exc:  # ValidationError too: a number out of range
+        refused = exc
+    try:
+        return loads(line.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise errors.BadRequest(f"not JSON: {refused}") from None
+    except RecursionError:
+        raise errors.BadRequest(f"nested more than {MAX_NESTING} deep") from None
 
 
 def _nesting(value: Any, depth: int = 1) -> int:
@@ -279,7 +300,7 @@ def request_line(op: str, args: Mapping[str, Any]) -> bytes:
 
 
 def result_reply(result: Any) -> bytes:
-    return (dumps({"ok": True, "result": result}) + "\n").encode("utf-8")
+    return _reply({"ok": True, "result": result})
 
 
 def error_reply(exc: errors.DeskdexError, anyone: bool = False) -> bytes:
@@ -287,20 +308,47 @@ def error_reply(exc: errors.DeskdexError, anyone: bool = False) -> bytes:
     who gets no message that could name internal paths or classes, only the code's meaning."""
     code = exc.code if exc.code in ERRORS else errors.DaemonError.code
     message = str(exc) if exc.shown_to_anyone or not anyone else ERRORS[code][1]
-    return (dumps({"ok": False, "error": {"code": code, "message": message, **exc.fields()}}) + "\n").encode("utf-8")
+    return _reply({"ok": False, "error": {"code": code, "message": message, **exc.fields()}})
+
+
+def _reply(reply: Any) -> bytes:
+    """A reply line, by msgspec (the daemon's side, where a reply may hold thousands of hits). A
+    string with an unpaired surrogate (a file name that is not UTF-8) is not UTF-8 for msgspec:
+    that reply is written by this module's encoder, escaping it as JSON allows. msgspec writes NaN
+    as null; no reply holds one (scores are finite)."""
+    import msgspec
+
+    try:
+        return msgspec.json.encode(reply) + b"\n"
+    except UnicodeEncodeError:
+        return (dumps(reply) + "\n").encode("ascii")
+    except msgspec.EncodeError as exc:  # as dumps: a value the socket cannot carry
+        raise TypeError(str(exc)) from None
 
 
 def parse_reply(line: bytes) -> Any:
     """The result of a reply line, or the exception its error stands for, raised."""
     try:
-        reply = loads(line.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+        reply = _decode_reply(line)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise errors.DaemonError(f"the daemon sent something that is not JSON: {exc}") from None
     if not isinstance(reply, dict):
         raise errors.DaemonError(f"the daemon sent {reply!r}, not a reply")
     if reply.get("ok") is True:
         return reply.get("result")
     raise error_from_reply(reply.get("error"))
+
+
+def _decode_reply(line: bytes) -> Any:
+    """A reply's JSON value: by this module's decoder (the fast path), a long one by msgspec's."""
+    if len(line) > _BIG_REPLY:
+        import msgspec
+
+        try:
+            return msgspec.json.decode(line)
+        except msgspec.DecodeError:  # an unpaired surrogate's escape (see _decode_request), or not JSON
+            pass
+    return loads(line.decode("utf-8"))
 
 
 def error_from_reply(error: Any) -> errors.DeskdexError:
@@ -315,45 +363,253 @@ def error_from_reply(error: Any) -> errors.DeskdexError:
     return cls.from_wire(message, fields)
 
 
-# -- JSON with the C accelerator only: the json package costs more to import than a search takes ----
-def dumps(obj: Any, ascii_only: bool = True, spaced: bool = False) -> str:
-    """JSON text of ``obj``; ``spaced``: with json.dumps's default ", " and ": " (for people)."""
-    item, key = (", ", ": ") if spaced else (",", ":")
-    try:
-        import _json
-    except ImportError:  # not CPython
-        import json
+# -- JSON for the client side, importing nothing ---------------------------------------------------
+# The ``deskdex`` command's fast path (deskdex.clients.launch) asks the daemon a search in about a
+# millisecond; the json package costs more than that to import (it loads re), msgspec ten times more
+# (typing, re, inspect, decimal: measured 57 ms against the fast path's 5 ms of imports). So requests
+# are written and replies read by the small codec below: JSON as RFC 8259 has it, written exactly as
+# json.dumps writes it (its escapes, floats by repr, NaN refused). The daemon reads requests and
+# writes replies with msgspec; a reply too long for this codec to read quickly goes through msgspec.
+_BIG_REPLY = 64 << 10  # bytes: from here on, msgspec reads a reply faster than this codec, its import included
 
-        return json.dumps(obj, ensure_ascii=ascii_only, separators=(item, key), allow_nan=False)
-    encode = _json.encode_basestring_ascii if ascii_only else _json.encode_basestring
-    return "".join(_json.make_encoder(None, _unserialisable, encode, None, key, item, False, False, False)(obj, 0))
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+_ESCAPES.update({chr(i): f"\\u{i:04x}" for i in range(0x20) if chr(i) not in _ESCAPES})
+_ESCAPE = str.maketrans(_ESCAPES)
+_CONTROL = frozenset(chr(i) for i in range(0x20))  # not allowed unescaped in a JSON string
+_UNESCAPE = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_HEX = frozenset("0123456789abcdefABCDEF")
+_NUMBER = frozenset("+-0123456789.eE")  # frozensets: "" (the end of the text) is in none
+_NUMBER_START = frozenset("-0123456789")
+_SPACE = frozenset(" \t\r\n")
+_INF = float("inf")
+
+
+def _ascii_escapes(exc: UnicodeError) -> tuple[str, int]:
+    """str.encode's error handler "deskdex.json": what is not ASCII as JSON's \\uXXXX escapes (a
+    surrogate pair above U+FFFF; an unpaired surrogate, a file name that is not UTF-8, as itself)."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    out = []
+    for c in exc.object[exc.start:exc.end]:
+        n = ord(c)
+        if n > 0xFFFF:
+            n -= 0x10000
+            out.append(f"\\u{0xD800 | n >> 10:04x}\\u{0xDC00 | n & 0x3FF:04x}")
+        else:
+            out.append(f"\\u{n:04x}")
+    return "".join(out), exc.end
+
+
+codecs.register_error("deskdex.json", _ascii_escapes)
+
+
+def dumps(obj: Any, ascii_only: bool = True, spaced: bool = False) -> str:
+    """JSON text of ``obj``, as json.dumps(obj, ensure_ascii=ascii_only, allow_nan=False) writes it;
+    ``spaced``: with json.dumps's default ", " and ": " (for people), else none. TypeError for a value
+    JSON has no form for, ValueError for NaN and infinities."""
+    out: list[str] = []
+    _encode(obj, out, ascii_only, ", " if spaced else ",", ": " if spaced else ":")
+    return "".join(out)
+
+
+def _encode(obj: Any, out: list[str], ascii_only: bool, item: str, key: str) -> None:
+    kind = type(obj)
+    if kind is str:
+        out.append(_string(obj, ascii_only))
+    elif kind is dict:
+        out.append("{")
+        for n, (k, v) in enumerate(obj.items()):
+            if n:
+                out.append(item)
+            out.append(_string(k if type(k) is str else _key(k), ascii_only))
+            out.append(key)
+            _encode(v, out, ascii_only, item, key)
+        out.append("}")
+    elif kind is list or kind is tuple:
+        out.append("[")
+        for n, v in enumerate(obj):
+            if n:
+                out.append(item)
+            _encode(v, out, ascii_only, item, key)
+        out.append("]")
+    elif obj is None:
+        out.append("null")
+    elif obj is True:
+        out.append("true")
+    elif obj is False:
+        out.append("false")
+    elif isinstance(obj, int):
+        out.append(int.__repr__(obj))
+    elif isinstance(obj, float):
+        out.append(_float(obj))
+    elif isinstance(obj, str):  # a subclass: written as its str
+        out.append(_string(str.__str__(obj), ascii_only))
+    elif isinstance(obj, (dict, list, tuple)):
+        _encode(dict(obj) if isinstance(obj, dict) else list(obj), out, ascii_only, item, key)
+    else:
+        raise TypeError(f"{type(obj).__name__} cannot cross the socket")
+
+
+def _string(s: str, ascii_only: bool) -> str:
+    # isprintable is false for every control character (and for some others, then escaped for nothing).
+    if not s.isprintable() or '"' in s or "\\" in s:
+        s = s.translate(_ESCAPE)
+    if ascii_only:
+        if not s.isascii():
+            s = s.encode("ascii", "deskdex.json").decode("ascii")
+        if "\x7f" in s:  # ASCII, but json.dumps escapes it: the same bytes as json.dumps's
+            s = s.replace("\x7f", "\\u007f")
+    return f'"{s}"'
+
+
+def _float(x: float) -> str:
+    if x != x or x in (_INF, -_INF):
+        raise ValueError(f"{x!r} is not JSON")
+    return float.__repr__(x)
+
+
+def _key(k: Any) -> str:
+    """An object's key as json.dumps turns it into a string."""
+    if isinstance(k, str):
+        return k
+    if k is None or isinstance(k, bool):
+        return {None: "null", True: "true", False: "false"}[k]
+    if isinstance(k, int):
+        return int.__repr__(k)
+    if isinstance(k, float):
+        return _float(k)
+    raise TypeError(f"a key of type {type(k).__name__} cannot cross the socket")
 
 
 def loads(text: str) -> Any:
-    try:
-        import _json
-    except ImportError:  # not CPython
-        import json
-
-        return json.loads(text)
-    try:
-        # typeshed asks for a make_scanner, but the C scanner only reads the settings' attributes.
-        value, end = _json.make_scanner(_Decoding())(text, _skip_space(text, 0))  # type: ignore[arg-type]
-    except StopIteration as exc:
-        raise ValueError(f"expected a JSON value at {exc.value}") from None
-    if _skip_space(text, end) != len(text):
+    """The value of the JSON text ``text``; ValueError saying where it is not JSON (NaN and
+    Infinity are not: json.loads takes them)."""
+    value, end = _scan(text, _skip_space(text, 0))
+    end = _skip_space(text, end)
+    if end != len(text):
         raise ValueError(f"extra data at {end}")
     return value
 
 
+def _scan(s: str, i: int) -> tuple[Any, int]:
+    """The JSON value that starts at ``s[i]`` and where it ends."""
+    c = s[i:i + 1]
+    if c == '"':
+        return _scan_string(s, i + 1)
+    if c == "{":
+        obj: dict[str, Any] = {}
+        i += 1
+        if s[i:i + 1] in _SPACE:
+            i = _skip_space(s, i)
+        if s[i:i + 1] == "}":
+            return obj, i + 1
+        while True:
+            if s[i:i + 1] != '"':
+                raise ValueError(f"expected a string key at {i}")
+            k, i = _scan_string(s, i + 1)
+            if s[i:i + 1] in _SPACE:
+                i = _skip_space(s, i)
+            if s[i:i + 1] != ":":
+                raise ValueError(f"expected ':' at {i}")
+            i += 1
+            if s[i:i + 1] in _SPACE:
+                i = _skip_space(s, i)
+            obj[k], i = _scan(s, i)
+            c = s[i:i + 1]
+            if c in _SPACE:
+                i = _skip_space(s, i)
+                c = s[i:i + 1]
+            if c == "}":
+                return obj, i + 1
+            if c != ",":
+                raise ValueError(f"expected ',' or '}}' at {i}")
+            i += 1
+            if s[i:i + 1] in _SPACE:
+                i = _skip_space(s, i)
+    if c == "[":
+        arr: list[Any] = []
+        i += 1
+        if s[i:i + 1] in _SPACE:
+            i = _skip_space(s, i)
+        if s[i:i + 1] == "]":
+            return arr, i + 1
+        while True:
+            value, i = _scan(s, i)
+            arr.append(value)
+            c = s[i:i + 1]
+            if c in _SPACE:
+                i = _skip_space(s, i)
+                c = s[i:i + 1]
+            if c == "]":
+                return arr, i + 1
+            if c != ",":
+                raise ValueError(f"expected ',' or ']' at {i}")
+            i += 1
+            if s[i:i + 1] in _SPACE:
+                i = _skip_space(s, i)
+    if c in _NUMBER_START:
+        j = i + 1
+        while s[j:j + 1] in _NUMBER:
+            j += 1
+        token = s[i:j]
+        digits = token[1:] if c == "-" else token
+        dot = token.find(".")
+        if not digits[:1].isdigit() or digits[:1] == "0" and digits[1:2].isdigit() \
+                or dot >= 0 and not token[dot + 1:dot + 2].isdigit():
+            raise ValueError(f"a malformed number at {i}")
+        try:
+            return (float(token) if "." in token or "e" in token or "E" in token else int(token)), j
+        except ValueError:
+            raise ValueError(f"a malformed number at {i}") from None
+    if c == "t" and s.startswith("true", i):
+        return True, i + 4
+    if c == "f" and s.startswith("false", i):
+        return False, i + 5
+    if c == "n" and s.startswith("null", i):
+        return None, i + 4
+    raise ValueError(f"expected a JSON value at {i}")
+
+
+def _scan_string(s: str, i: int) -> tuple[str, int]:
+    """The string whose text starts at ``s[i]`` (after its quote), and where it ends."""
+    chunks = []
+    while True:
+        end = s.find('"', i)
+        if end < 0:
+            raise ValueError(f"a string not closed, from {i - 1}")
+        slash = s.find("\\", i, end)
+        raw = s[i:end if slash < 0 else slash]
+        if not raw.isprintable() and not _CONTROL.isdisjoint(raw):
+            raise ValueError(f"a control character in the string at {i - 1}")
+        chunks.append(raw)
+        if slash < 0:
+            return "".join(chunks), end + 1
+        escape = s[slash + 1:slash + 2]
+        if escape == "u":
+            n, i = _hex4(s, slash + 2)
+            if 0xD800 <= n < 0xDC00 and s.startswith("\\u", i):  # a surrogate pair: one character
+                low, j = _hex4(s, i + 2)
+                if 0xDC00 <= low < 0xE000:
+                    n, i = 0x10000 + (n - 0xD800 << 10) + (low - 0xDC00), j
+            chunks.append(chr(n))
+        elif escape in _UNESCAPE:
+            chunks.append(_UNESCAPE[escape])
+            i = slash + 2
+        else:
+            raise ValueError(f"an invalid escape at {slash}")
+
+
+def _hex4(s: str, i: int) -> tuple[int, int]:
+    digits = s[i:i + 4]
+    if len(digits) != 4 or not _HEX.issuperset(digits):
+        raise ValueError(f"an invalid \\u escape at {i - 2}")
+    return int(digits, 16), i + 4
+
+
 def _skip_space(text: str, i: int) -> int:
-    while i < len(text) and text[i] in " \t\r\n":
+    while text[i:i + 1] in _SPACE:
         i += 1
     return i
-
-
-def _unserialisable(obj: Any) -> Any:
-    raise TypeError(f"{type(obj).__name__} cannot cross the socket")
 
 
 def _json_type(value: Any) -> str:
@@ -361,20 +617,3 @@ def _json_type(value: Any) -> str:
         return "null"
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
             dict: "an object"}.get(type(value), type(value).__name__)
-
-
-class _Decoding:
-    """What the C scanner of the json package reads its settings from (json.JSONDecoder's
-    defaults); using it directly spares importing json.decoder and with it re."""
-
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    memo: dict[str, str] = {}
-
-    @staticmethod
-    def parse_constant(name: str) -> Any:
-        raise ValueError(f"{name} is not JSON")
-
