@@ -23,6 +23,7 @@ one index's (benchmarks/shards_search.py); tests/test_shards.py checks the top t
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from deskdex.protocol import SearchHit, SearchResults
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 
 def data_dir_of(path: str) -> str:
@@ -200,15 +202,28 @@ def _global_scores(parts: Sequence[Part], pooled: FixedStats) -> None:
                 h["score"] = float(h["score"]) * rescored(tree, avgdl) / (tree["value"] or 1.0)
 
 
+# tantivy-py's Explanation has no accessor but to_json(), and a term query names its term in the
+# explanation's context only as the Rust Debug text of the term: no public interface gives the term.
+# So it is parsed; tests/test_shards_explain.py fails, naming the version, when a tantivy release
+# writes it (or the descriptions read above) otherwise. The same in tantivy-py 0.25.1, 0.26.2, 0.27.0;
+# 0.24 and before have no Query.explain.
 _TERM = re.compile(r'Term=Term\(field=(\d+), type=Str, "(.*)"\)$', re.S)
+_unread: list[str] = []  # the first context not understood, warned about once
 
 
 def _term(context: list[str]) -> tuple[int, str] | None:
-    """(field id, text) of a TermQuery's explanation."""
+    """(field id, text) of a TermQuery's explanation; None (and a warning, once) when tantivy
+    wrote it in a form this does not read: the hit keeps its shard's own weight for that term."""
     for line in context:
         m = _TERM.match(line)
         if m:
             return int(m.group(1)), m.group(2).encode("latin-1", "backslashreplace").decode("unicode_escape")
+    if not _unread:
+        from importlib.metadata import version
+
+        _unread.append(repr(context))
+        logger.warning("tantivy %s explains a term as %r, which index/shards.py does not read: shards' scores "
+                       "are merged without the collection's word weights", version("tantivy"), context)
     return None
 
 
