@@ -20,6 +20,8 @@ from typing import Any, Callable, Iterable
 from deskdex.converters.privilege import NOBODY, RunAs
 from deskdex.index.access import AccessChecker, Principal
 from deskdex.paths import folder_of
+from deskdex.pipeline import inotify
+from deskdex.pipeline.inotify import FolderWatch
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +118,7 @@ def homes(accounts: Iterable[Account]) -> list[str]:
 
 class AccountWatcher:
     """Enterprise mode: the accounts whose homes are indexed, looked at again whenever /etc/passwd
-    or /etc/group change (``on_change`` is called from watchdog's thread; the daemon then calls
+    or /etc/group change (``on_change`` is called from the watch's thread; the daemon then calls
     ``reload`` from its own)."""
 
     def __init__(self, names: Iterable[str], on_change: Callable[[], None]) -> None:
@@ -124,7 +126,8 @@ class AccountWatcher:
         self.on_change = on_change
         self.accounts: list[Account] = []
         self._stamp: tuple[int, ...] = ()
-        self._observer: Any = None
+        self._watch: FolderWatch | None = None
+        self._observer: Any = None  # watchdog's, where there is no inotify
         self._timers: list[threading.Timer] = []
         self._read()
 
@@ -170,11 +173,19 @@ class AccountWatcher:
         return reader
 
     def start(self) -> None:
+        folder = os.path.dirname(ACCOUNT_FILES[0])
+        names = [os.path.basename(p) for p in ACCOUNT_FILES]
+        if inotify.available():
+            try:
+                self._watch = FolderWatch(folder, names, self.on_change, name="deskdex-accounts").start()
+            except OSError as exc:  # no inotify instance left: accounts are read again on each reconcile
+                logger.warning("account changes in %s are not followed live: %s", folder, exc)
+            return
+        # Elsewhere (no inotify): watchdog's platform observer, through its public API.
         from watchdog.events import (FileClosedEvent, FileCreatedEvent, FileModifiedEvent, FileMovedEvent,
                                      FileSystemEvent, FileSystemEventHandler)
         from watchdog.observers import Observer
 
-        names = {os.path.basename(p) for p in ACCOUNT_FILES}
         on_change = self.on_change
 
         class Handler(FileSystemEventHandler):
@@ -184,11 +195,14 @@ class AccountWatcher:
                     on_change()
 
         self._observer = Observer()
-        self._observer.schedule(Handler(), os.path.dirname(ACCOUNT_FILES[0]), recursive=False,
+        self._observer.schedule(Handler(), folder, recursive=False,
                                 event_filter=[FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileMovedEvent])
         self._observer.start()
 
     def stop(self) -> None:
+        if self._watch is not None:
+            self._watch.stop()
+            self._watch = None
         if self._observer is not None:
             self._observer.stop()
             self._observer.join()

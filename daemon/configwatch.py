@@ -18,8 +18,9 @@ written, replaced or removed: a hand edit is applied as the commands' changes ar
 folders watched or dropped, exclusions applied by a rescan, crawls reloaded); settings read once at
 start are logged as taking effect on the next start. A file that cannot be read keeps the daemon
 on the settings it runs on. What is wrong is in ``status`` (``settings_problems``) and the log
-until the file is fixed. The watch is watchdog's inotify reader, an instance of our own: its
-thread sleeps in select() with no timeout, so an idle daemon does not wake for it.
+until the file is fixed. The watch is ``FolderWatch`` (pipeline/inotify.py), an inotify instance of
+its own on the kernel's interface: its thread sleeps in poll() with no timeout, so an idle daemon
+does not wake for it. Where there is no inotify (not Linux), only the commands' changes apply.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ from typing import TYPE_CHECKING, Any
 from deskdex import settings
 from deskdex.errors import ConfigError
 from deskdex.paths import Home
+from deskdex.pipeline import inotify
 from deskdex.pipeline.coalesce import Deleted, Record, Rescan
+from deskdex.pipeline.inotify import FolderWatch
 from deskdex.settings import Config
 
 if TYPE_CHECKING:
@@ -182,56 +185,35 @@ class ConfigWatch:
         self._changed = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="deskdex-config", daemon=True)
-        self._inotify: Any = None
+        self._watch: FolderWatch | None = None
 
     def start(self) -> ConfigWatch:
-        try:
-            from watchdog.observers.inotify_c import CallbackId, InotifyFD, Mask
-            from watchdog.observers.inotify_c import InotifyConstants as C
-        except (ImportError, OSError):  # not Linux: the commands' changes still apply
+        if not inotify.available():  # not Linux: the commands' changes still apply
             logger.info("config file changes are not followed here (no inotify)")
             return self
-        mask = Mask(C.IN_CLOSE_WRITE | C.IN_MOVED_TO | C.IN_MOVED_FROM | C.IN_CREATE | C.IN_DELETE
-                | C.IN_DELETE_SELF | C.IN_MOVE_SELF)
-        # Our own instance: through the shared one, our watch of this folder would replace the mask
-        # of the file watcher's, were the folder under a watched one.
+        # An instance of its own: through the file watcher's, this folder's watch would be one of its
+        # tree's, were the folder under a watched one.
+        watch = FolderWatch(os.path.dirname(self.path), [os.path.basename(self.path)], self._changed.set,
+                            self._gone, name="deskdex-config-inotify")
         try:
-            inotify = InotifyFD()  # OSError past the system's limit of inotify instances
-        except OSError as exc:
-            self.daemon.note(f"config file changes are not followed (no inotify instance: {exc})")
-            return self
-        inotify.start()
-        try:
-            inotify.add_callback(os.fsencode(os.path.dirname(self.path)), mask, self, CallbackId(1))
-        except OSError as exc:
-            inotify.stop()
-            inotify.join()
+            self._watch = watch.start()
+        except OSError as exc:  # past the limit of inotify instances, or the folder cannot be watched
             self.daemon.note(f"config file changes are not followed (cannot watch its folder: {exc})")
             return self
-        self._inotify = inotify
         self._thread.start()
         return self
 
     def stop(self) -> None:
         self._stop.set()
         self._changed.set()
-        if self._inotify is not None:
-            self._inotify.stop()
-            self._inotify.join()
+        if self._watch is not None:
+            self._watch.stop()
         if self._thread.is_alive():
             self._thread.join()
 
-    # watchdog's WatchCallback: called on its reader thread, which must never wait
-    def on_event(self, event: Any) -> None:
-        if event.is_delete_self or event.is_move_self or os.fsdecode(event.name) == os.path.basename(self.path):
-            self._changed.set()
-
-    def on_watch_deleted(self, wd: Any) -> None:
+    def _gone(self) -> None:  # on the watch's thread
         if not self._stop.is_set():
             self.daemon.note("the config folder is gone: config file changes are no longer followed")
-
-    def on_queue_overflow(self) -> None:
-        self._changed.set()
 
     def _run(self) -> None:
         while True:

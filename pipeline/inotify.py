@@ -1,213 +1,227 @@
-"""watchdog's inotify watch group with three holes closed (Linux only: imported by
-pipeline/watch.py where inotify exists). Each hole left the changes under a folder unreported,
-so never indexed, for as long as the daemon ran; each was found by benchmarks/live_burst.py.
+"""The kernel's inotify interface (Linux), in plain code: ``inotify_init1``, ``inotify_add_watch`` and
+``inotify_rm_watch`` through ctypes, and the ``struct inotify_event`` records read from the
+descriptor. Nothing of watchdog's: its private inotify classes changed under us twice.
 
-1. Stale paths. A folder moved out of the tree stays watched and stays listed under its old path.
-   Brought back elsewhere, its watch gets the new path, but the old entry stays too, and a later
-   rename of the old parent rebased it: the folder's events then named a path that does not exist.
-2. Folders made while their parent is renamed, before the events are read. The watch for the new
-   folder is asked for at the path the event names, gone by then, and watchdog drops the error.
-   The parent's rename comes later in the queue; when it does, the folders below the new name that
-   have no watch get one, and what they hold is reported as created.
-3. A folder moved in: watchdog lists what it holds when it hands the event over, by the path the
-   event had when it was read; a parent renamed in between (a move out of the tree holds the
-   events behind it for 0.5 s) hid everything in it. It is listed when the event is read instead,
-   in the order of the events.
+``Inotify.read`` sleeps in poll() on the descriptor and on an eventfd that ``wake`` writes, with no
+timeout unless one is asked for, so a reader thread never wakes while nothing happens. Names are
+the kernel's bytes (a name that is not UTF-8 stays exact); callers decode them with os.fsdecode.
 
-Below a watched folder, pseudo file systems (/proc, /sys...: pipeline/mounts.py) are not watched.
-Every watched folder shares one emitter, one queue and one thread (``SharedEmitter``), where
-watchdog gives each its own.
-
-These lean on watchdog's private methods (``_move_watches``, ``_add_callback``,
-``_recursive_simulate``, ``_build_event_source_path``); tests/test_watch.py has a test for each hole.
+Two users: pipeline/treewatch.py (recursive watches of every watched folder on one descriptor) and
+``FolderWatch`` below (a few named files in one folder: the config file, /etc/passwd).
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import logging
 import os
+import select
+import struct
+import sys
 import threading
-from typing import TYPE_CHECKING, Any
-
-from watchdog.events import DirDeletedEvent
-from watchdog.observers import inotify as watchdog_inotify
-from watchdog.observers.inotify import InotifyEmitter, InotifyWatchGroup
-from watchdog.observers.inotify_c import InotifyConstants, InotifyEvent, InotifyFD, Mask, WatchDescriptor
-from watchdog.observers.inotify_move_event_grouper import (
-    GroupedInotifyEvent,
-    InotifyMoveEventGrouper,
-    PathedInotifyEvent,
-)
-
-from .mounts import pseudo_below
-
-if TYPE_CHECKING:
-    from watchdog.observers.api import EventQueue, ObservedWatch
+from dataclasses import dataclass
+from typing import Callable, Iterable
 
 logger = logging.getLogger(__name__)
 
+# <sys/inotify.h>
+IN_MODIFY = 0x00000002
+IN_ATTRIB = 0x00000004
+IN_CLOSE_WRITE = 0x00000008
+IN_MOVED_FROM = 0x00000040
+IN_MOVED_TO = 0x00000080
+IN_CREATE = 0x00000100
+IN_DELETE = 0x00000200
+IN_DELETE_SELF = 0x00000400
+IN_MOVE_SELF = 0x00000800
+IN_UNMOUNT = 0x00002000
+IN_Q_OVERFLOW = 0x00004000
+IN_IGNORED = 0x00008000
+IN_ONLYDIR = 0x01000000
+IN_DONT_FOLLOW = 0x02000000
+IN_ISDIR = 0x40000000
+IN_CLOEXEC = os.O_CLOEXEC
+IN_NONBLOCK = os.O_NONBLOCK
 
-class TidyWatchGroup(InotifyWatchGroup):
-    def __post_init__(self) -> None:
-        self._missed: set[WatchDescriptor] = set()  # watched folders below which one could not be
-        super().__post_init__()
+_HEADER = struct.Struct("iIII")  # wd, mask, cookie, len (of the NUL-padded name that follows)
+_READ_SIZE = 256 * 1024  # whole events only: the kernel returns as many as fit
 
-    def _move_watches(self, move_src_path: bytes, move_dst_path: bytes) -> bool:
-        # Hole 1: entries whose watch has another path now are stale; dropped before rebasing.
-        by_watch = self._active_callbacks_by_watch
-        for path, wd in list(self._active_callbacks_by_path.items()):
-            if by_watch.get(wd) != path:
-                del self._active_callbacks_by_path[path]
-        return super()._move_watches(move_src_path, move_dst_path)
 
-    def _add_all_callbacks(self, path: bytes) -> None:
-        # watchdog's, without entering /proc, /sys and their like below ``path`` (pipeline/mounts.py).
-        # The walk is watchdog's module's os.walk, as in watchdog (tests/test_watch.py replaces it
-        # there to race it).
-        self._add_callback(path)
-        if not (self.is_recursive and os.path.isdir(path)):
-            return
-        pseudo = {os.fsencode(p) for p in pseudo_below(os.fsdecode(path))}
-        for root, dirnames, _ in vars(watchdog_inotify)["os"].walk(path):
-            if pseudo:
-                dirnames[:] = [d for d in dirnames if os.path.join(root, d) not in pseudo]
-            for dirname in dirnames:
-                full_path = os.path.join(root, dirname)
-                if not os.path.islink(full_path):
-                    self._add_callback(full_path)
+@dataclass(frozen=True, slots=True)
+class RawEvent:
+    """One ``struct inotify_event``: ``wd`` -1 for a queue overflow; ``name`` empty for an event of
+    the watched folder itself."""
 
-    def _add_callback(self, path: bytes) -> None:
-        super()._add_callback(path)
-        if path not in self._active_callbacks_by_path and path != self.path:  # hole 2
-            parent = self._active_callbacks_by_path.get(os.path.dirname(path))
-            if parent is not None:
-                self._missed.add(parent)
+    wd: int
+    mask: int
+    cookie: int
+    name: bytes
 
-    def on_event(self, event: InotifyEvent) -> None:
-        moved_in = event.is_moved_to and event.is_directory and self._source_for_move(event.cookie) is None
-        super().on_event(event)
-        if not (event.is_moved_to and event.is_directory):
-            return
-        with self._lock:
-            moved = self._build_event_source_path(event)
-            if moved is None or not self.is_active:
-                return
-            if moved_in:  # hole 3
-                for sub in self._recursive_simulate(moved):
-                    if (sub_path := self._build_event_source_path(sub)) is not None:
-                        self._move_event_grouper.put_event(PathedInotifyEvent(sub, sub_path))
-            for wd in list(self._missed):  # hole 2
-                path = self._active_callbacks_by_watch.get(wd)
-                if path is None:  # its watch is gone: nothing left to watch
-                    self._missed.discard(wd)
-                elif (path == moved or path.startswith(moved + b"/")) and self._watch_what_was_missed(path):
-                    self._missed.discard(wd)
+    @property
+    def is_dir(self) -> bool:
+        return bool(self.mask & IN_ISDIR)
 
-    def _watch_what_was_missed(self, folder: bytes) -> bool:
-        """Watch the folders below ``folder`` that have no watch, and report what they hold as
-        created. False when ``folder`` is not there: renamed again, by a rename still in the queue."""
-        if not os.path.isdir(folder):
-            return False
-        before = set(self._active_callbacks_by_path)
-        self._add_all_callbacks(folder)
-        for new in sorted(set(self._active_callbacks_by_path) - before):
-            wd = self._active_callbacks_by_path[new]
+
+def parse(buf: bytes) -> list[RawEvent]:
+    """The events in what one read() of an inotify descriptor returned."""
+    out = []
+    i = 0
+    while i + _HEADER.size <= len(buf):
+        wd, mask, cookie, length = _HEADER.unpack_from(buf, i)
+        start = i + _HEADER.size
+        out.append(RawEvent(wd, mask, cookie, buf[start:start + length].split(b"\0", 1)[0]))
+        i = start + length
+    return out
+
+
+class _Libc:
+    """The three calls, looked up once on first use (importing this module anywhere costs nothing)."""
+
+    _lib: ctypes.CDLL | None = None
+
+    @classmethod
+    def get(cls) -> ctypes.CDLL:
+        if cls._lib is None:
+            lib = ctypes.CDLL(None, use_errno=True)  # the C library the interpreter already uses
             try:
-                entries = list(os.scandir(new))
-            except OSError:
+                lib.inotify_init1.argtypes = [ctypes.c_int]
+                lib.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+                lib.inotify_rm_watch.argtypes = [ctypes.c_int, ctypes.c_int]
+            except AttributeError as exc:
+                raise OSError(errno.ENOSYS, f"no inotify on this system ({sys.platform})") from exc
+            for f in (lib.inotify_init1, lib.inotify_add_watch, lib.inotify_rm_watch):
+                f.restype = ctypes.c_int
+            cls._lib = lib
+        return cls._lib
+
+
+def _check(result: int, what: str) -> int:
+    if result == -1:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+def available() -> bool:
+    """Whether this system has inotify (Linux)."""
+    try:
+        _Libc.get()
+    except OSError:
+        return False
+    return True
+
+
+class Inotify:
+    """One inotify instance. OSError (EMFILE) past the system's limit of instances per user."""
+
+    def __init__(self) -> None:
+        lib = _Libc.get()
+        self.fd = _check(lib.inotify_init1(IN_CLOEXEC | IN_NONBLOCK), "inotify_init1")
+        self._wake = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+        self._poll = select.poll()
+        self._poll.register(self.fd, select.POLLIN)
+        self._poll.register(self._wake, select.POLLIN)
+
+    def add_watch(self, path: str, mask: int) -> int:
+        """Watch ``path`` (the same watch descriptor again for a folder watched already). OSError
+        with the kernel's errno: ENOSPC past the watch limit, ENOENT for a path gone, ENOTDIR..."""
+        return _check(_Libc.get().inotify_add_watch(self.fd, os.fsencode(path), mask), f"inotify_add_watch {path!r}")
+
+    def rm_watch(self, wd: int) -> None:
+        """Remove a watch; one the kernel removed already (its IN_IGNORED is on the way) is no error."""
+        try:
+            _check(_Libc.get().inotify_rm_watch(self.fd, wd), "inotify_rm_watch")
+        except OSError as exc:
+            if exc.errno != errno.EINVAL:
+                raise
+
+    def read(self, timeout: float | None = None) -> list[RawEvent] | None:
+        """The events queued, waiting for some up to ``timeout`` seconds (None: as long as it takes);
+        [] when the time is up; None once ``wake`` was called (for good: the reader should end)."""
+        ms = -1 if timeout is None else max(0, int(timeout * 1000) + 1)
+        while True:
+            ready = {fd for fd, _ in self._poll.poll(ms)}
+            if self._wake in ready:
+                return None
+            if not ready:
+                return []
+            try:
+                return parse(os.read(self.fd, _READ_SIZE))
+            except BlockingIOError:  # another reader took them (not ours), or a spurious wakeup
                 continue
-            for e in entries:
-                mask = Mask(InotifyConstants.IN_CREATE
-                            | (InotifyConstants.IN_ISDIR if e.is_dir(follow_symlinks=False) else 0))
-                self._move_event_grouper.put_event(
-                    PathedInotifyEvent(InotifyEvent(wd, mask, 0, e.name), os.path.join(new, e.name)))
-        return True
 
+    def wake(self) -> None:
+        """Make ``read`` return None, now and from then on (it never reads the eventfd back)."""
+        os.eventfd_write(self._wake, 1)
 
-class SharedWatchGroup(TidyWatchGroup):
-    """One watched root's inotify watches, its events put on a queue that every root shares (read
-    by one thread, ``SharedEmitter``'s) rather than on a queue and a thread of its own."""
-
-    def __init__(self, inotify_fd: InotifyFD, path: bytes, event_mask: Mask, grouper: InotifyMoveEventGrouper) -> None:
-        self._shared_grouper = grouper
-        super().__init__(inotify_fd, path, event_mask=event_mask, is_recursive=True, follow_symlink=False)
-
-    def __post_init__(self) -> None:
-        # Before the watches are added (super().__post_init__ adds them): their first events go
-        # to the shared queue. The dataclass made a queue of its own, dropped here.
-        self._move_event_grouper = self._shared_grouper
-        super().__post_init__()
-
-    def on_queue_overflow(self) -> None:
-        # watchdog's, without its warning: every root is told, and 10,000 roots made 10,000 lines
-        # of it (the watcher says it once, naming the rescan: pipeline/watch.py).
-        with self._lock:
-            if not self.is_active:
-                return
-            self._move_event_grouper.discard_pending_events()
-            self._remove_callbacks(list(self._active_callbacks_by_watch))
+    def close(self) -> None:
+        """Close the descriptor (the kernel drops every watch); call once the reader has ended."""
+        for fd in (self.fd, self._wake):
             try:
-                self._add_all_callbacks(self.path)
-            except OSError as exc:
-                logger.warning("cannot watch %s again after lost events: %s", os.fsdecode(self.path), exc)
-
-    def deactivate(self) -> None:
-        """Remove this root's watches; the shared queue stays open for the other roots."""
-        with self._lock:
-            self._is_active = False
-            self._remove_callbacks(list(self._active_callbacks_by_watch))
+                os.close(fd)
+            except OSError:
+                pass
 
 
-class SharedEmitter(InotifyEmitter):
-    """Every watched root on one inotify descriptor, one queue and one thread. watchdog gives each
-    scheduled root an emitter thread and a queue of its own: 10,000 homes made 10,000 threads and
-    tens of kilobytes a folder. Each root keeps a watch group of its own (its watches and their
-    paths, as watchdog tracks them), so what one root sees does not depend on the others; a move
-    from one root to another is paired as a move, as within one root.
+class FolderWatch:
+    """Files named ``names`` in one folder (not below it), followed on a thread of its own:
+    ``on_change()`` whenever one is written, made, replaced, renamed or removed, or events were
+    lost; ``on_gone()`` once if the folder itself goes. For the config file and the account files,
+    which editors and useradd replace by a rename rather than write in place.
 
-    Scheduled once through the observer (its watch path is a placeholder, never watched);
-    ``add_root``/``remove_root`` then add and remove roots."""
+    OSError from ``start`` when no inotify instance or watch can be had."""
 
-    def __init__(self, event_queue: EventQueue, watch: ObservedWatch, **kwargs: Any) -> None:
-        super().__init__(event_queue, watch, **kwargs)
-        self._grouper = InotifyMoveEventGrouper()
-        self._groups: dict[bytes, SharedWatchGroup] = {}
-        self._roots_lock = threading.Lock()
+    MASK = (IN_CLOSE_WRITE | IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF
+            | IN_MOVE_SELF | IN_ONLYDIR)
 
-    def add_root(self, path: str) -> None:
-        """Watch ``path`` and everything below it; OSError when the root itself cannot be watched."""
-        key = os.fsencode(path)
-        with self._roots_lock:
-            if key not in self._groups:
-                self._groups[key] = SharedWatchGroup(self._inotify_fd, key, self.get_event_mask_from_filter(),
-                                                     self._grouper)
+    def __init__(self, folder: str, names: Iterable[str], on_change: Callable[[], None],
+                 on_gone: Callable[[], None] | None = None, name: str = "deskdex-folderwatch") -> None:
+        self.folder = folder
+        self._names = {os.fsencode(n) for n in names}
+        self._on_change = on_change
+        self._on_gone = on_gone
+        self._inotify: Inotify | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def remove_root(self, path: str) -> None:
-        with self._roots_lock:
-            group = self._groups.pop(os.fsencode(path), None)
-        if group is not None:
-            group.deactivate()
+    def start(self) -> FolderWatch:
+        inotify = Inotify()
+        try:
+            inotify.add_watch(self.folder, self.MASK)
+        except OSError:
+            inotify.close()
+            raise
+        self._inotify = inotify
+        self._thread.start()
+        return self
 
-    def on_thread_start(self) -> None:
-        pass  # roots come with add_root, not with the watch this emitter was scheduled for
-
-    def on_thread_stop(self) -> None:
-        with self._roots_lock:
-            groups, self._groups = list(self._groups.values()), {}
-        for group in groups:
-            group.deactivate()
-        self._grouper.close()  # wakes queue_events up
-
-    def queue_events(self, timeout: float, *, full_events: bool = False) -> None:
-        event = self._grouper.read_event()
-        if event is not None:
-            with self._lock:
-                self.build_and_queue_event(event)
-
-    def build_and_queue_event(self, event: GroupedInotifyEvent, *, full_events: bool = False) -> None:
-        # A watched root deleted: watchdog compares with its emitter's one path (and then stops
-        # that emitter); here it is any root, and the others go on.
-        if isinstance(event, PathedInotifyEvent) and event.ev.is_delete_self and event.path in self._groups:
-            self.queue_event(DirDeletedEvent(os.fsdecode(event.path)))
+    def stop(self) -> None:
+        if self._inotify is None:
             return
-        super().build_and_queue_event(event, full_events=full_events)
+        self._inotify.wake()
+        if self._thread.is_alive():
+            self._thread.join()
+        self._inotify.close()
+        self._inotify = None
+
+    def _run(self) -> None:
+        assert self._inotify is not None
+        gone = False
+        while (events := self._inotify.read()) is not None:
+            changed = False
+            for e in events:
+                if e.mask & IN_Q_OVERFLOW or e.name in self._names:
+                    changed = True
+                elif e.mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED) and not gone:
+                    gone = changed = True  # the file went with its folder
+                    if self._on_gone is not None:
+                        self._call(self._on_gone)
+            if changed:
+                self._call(self._on_change)
+
+    @staticmethod
+    def _call(callback: Callable[[], None]) -> None:
+        try:
+            callback()
+        except Exception:  # the callback's bug must not end the watch
+            logger.exception("folder watch callback failed")

@@ -1,12 +1,16 @@
-"""Live watching: watchdog events in, debounced and coalesced change records out.
+"""Live watching: filesystem events in, debounced and coalesced change records out.
 
 ``Watcher`` hands its sink lists of ``Changed``/``Deleted``/``Moved``/``Rescan`` records
 (pipeline/coalesce.py says what each means and in which order to apply them). Excluded paths
 (built-in and configured patterns, ``.deskdexignore`` files) never show up. Lost events (inotify
 queue overflow, watch limit reached) show up as ``Rescan``, never as silence.
 
+On Linux the events come from our own inotify watcher (pipeline/treewatch.py, on the kernel's
+interface: pipeline/inotify.py); elsewhere from watchdog's platform observer, through its public
+API only (``Observer``, ``FileSystemEventHandler``, the event classes). Both give ``FsEvent``s.
+
 The batching thread sleeps on a condition while nothing happens: no polling, and a timer only
-while events are pending. watchdog's own threads block on the inotify descriptor.
+while events are pending. The inotify reader blocks on its descriptor.
 """
 
 from __future__ import annotations
@@ -16,44 +20,20 @@ import logging
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Iterable
-
-from watchdog.events import (
-    DirAttribEvent,
-    DirCreatedEvent,
-    DirDeletedEvent,
-    DirModifiedEvent,
-    DirMovedEvent,
-    FileAttribEvent,
-    FileClosedEvent,
-    FileCreatedEvent,
-    FileDeletedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
-from watchdog.observers.api import BaseObserver, ObservedWatch
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from deskdex.paths import folder_of
 
+from . import inotify
 from .coalesce import Changed, Coalescer, Deleted, Moved, Record, Rescan
 from .ignore import IGNORE_FILE, Rules
 from .scan import maildir_tmp
+from .treewatch import FsEvent, TreeWatch
 
-if TYPE_CHECKING:  # Linux only at run time (_make_observer imports them when it can)
-    from watchdog.observers.inotify_c import CallbackId, InotifyEvent, Mask, WatchCallback, WatchDescriptor
-
-    from .inotify import SharedEmitter
+if TYPE_CHECKING:
+    from watchdog.observers.api import BaseObserver, ObservedWatch
 
 logger = logging.getLogger(__name__)
-
-# Without this filter watchdog asks inotify for open/close-without-write events too, and a large
-# tree overflows the queue with them (see shared/notes/libraries.md).
-EVENT_FILTER: list[type[FileSystemEvent]] = [
-    FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileDeletedEvent, FileMovedEvent,
-    DirCreatedEvent, DirDeletedEvent, DirMovedEvent, DirModifiedEvent,
-]
 
 
 Sink = Callable[[list[Record]], None]
@@ -65,32 +45,41 @@ class Watcher:
     ``debounce``: seconds without events before a batch is handed over; ``max_delay``: longest
     time events wait while a burst goes on. ``patterns``: extra gitignore-style exclusions
     (the built-in ones always apply, and ``.deskdexignore`` files are read). ``attrib``: report
-    permission changes too (enterprise mode): a file's as ``Changed``, a folder's as ``Rescan``
-    (inotify sends them anyway with watchdog's mask for modifications; only their handling differs)."""
+    permission changes too (enterprise mode): a file's as ``Changed``, a folder's as ``Rescan``.
+    ``portable``: watchdog's observer even where inotify exists (the other platforms' path, for tests)."""
 
     def __init__(self, sink: Sink, *, patterns: Iterable[str] = (), debounce: float = 0.3,
-                 max_delay: float = 1.0, attrib: bool = False) -> None:
+                 max_delay: float = 1.0, attrib: bool = False, portable: bool = False) -> None:
         self._sink = sink
-        self._filter = EVENT_FILTER + ([FileAttribEvent, DirAttribEvent] if attrib else [])
+        self._attrib = attrib
         self._patterns = tuple(patterns)
         self._debounce = debounce
         self._max_delay = max_delay
         self._rules: dict[str, Rules] = {}
-        self._watches: dict[str, ObservedWatch] = {}
         self._cond = threading.Condition()
         self._coalescer = Coalescer()
         self._first = self._last = 0.0
         self._stopping = False
-        self._handler = _Handler(self)
-        # One emitter for every root where inotify exists (pipeline/inotify.py); else watchdog's
-        # platform observer, a root scheduled each.
-        self._observer, self._shared = _make_observer(self._trouble, self._handler, self._filter)
         self._thread = threading.Thread(target=self._batches, name="deskdex-watch", daemon=True)
+        self._tree: TreeWatch | None = None
+        self._portable: _Portable | None = None
+        self._broken: OSError | None = None  # no inotify instance could be had: scans only
+        if portable or not inotify.available():
+            self._portable = _Portable(self._on_event, attrib)
+        else:
+            try:
+                self._tree = TreeWatch(self._on_event, attrib=attrib)
+            except OSError as exc:  # EMFILE: the user's inotify instances are all taken
+                logger.warning("cannot watch folders live (%s); they will be scanned instead", exc.strerror or exc)
+                self._broken = exc
 
     # -- lifecycle
 
     def start(self) -> "Watcher":
-        self._observer.start()
+        if self._tree is not None:
+            self._tree.start()
+        if self._portable is not None:
+            self._portable.start()
         self._thread.start()
         return self
 
@@ -101,9 +90,10 @@ class Watcher:
             self._cond.notify_all()
         if self._thread.is_alive():
             self._thread.join()
-        self._observer.stop()
-        if self._observer.is_alive():
-            self._observer.join()
+        if self._tree is not None:
+            self._tree.stop()
+        if self._portable is not None:
+            self._portable.stop()
 
     def __enter__(self) -> "Watcher":
         return self.start()
@@ -131,13 +121,14 @@ class Watcher:
             return True
         self._rules[root] = Rules(root, self._patterns)
         try:
-            if self._shared is not None:
-                self._shared.add_root(root)
-            else:
-                self._watches[root] = self._observer.schedule(self._handler, root, recursive=True,
-                                                              event_filter=self._filter)
+            if self._broken is not None:
+                raise self._broken
+            if self._tree is not None:
+                self._tree.add_root(root)
+            elif self._portable is not None:
+                self._portable.add_root(root)
         except OSError as exc:
-            reason = "watch_limit" if exc.errno in (errno.ENOSPC, errno.EMFILE) else "unwatchable"
+            reason = "watch_limit" if exc.errno in (errno.ENOSPC, errno.EMFILE, errno.ENOMEM) else "unwatchable"
             logger.warning("cannot watch %s: %s; it will be scanned instead", root, exc.strerror or exc)
             self._post(lambda c: c.rescan(root, reason))
             return False
@@ -146,11 +137,10 @@ class Watcher:
     def remove(self, root: str) -> None:
         root = os.path.abspath(root)
         self._rules.pop(root, None)
-        if self._shared is not None:
-            self._shared.remove_root(root)
-        watch = self._watches.pop(root, None)
-        if watch is not None:
-            self._observer.unschedule(watch)
+        if self._tree is not None:
+            self._tree.remove_root(root)
+        elif self._portable is not None:
+            self._portable.remove_root(root)
 
     def set_patterns(self, patterns: Iterable[str]) -> None:
         """New configured exclusions; the caller rescans to drop what they now exclude."""
@@ -176,35 +166,31 @@ class Watcher:
 
     # -- events in
 
-    def _on_event(self, event: FileSystemEvent) -> None:
-        src = os.fsdecode(event.src_path)
-        dst = os.fsdecode(event.dest_path) if event.dest_path else ""
+    def _on_event(self, event: FsEvent) -> None:
+        """From the watching thread (the inotify reader, or watchdog's observer), in order."""
+        src, dst, is_dir = event.path, event.dest, event.is_dir
+        if event.kind == "lost":
+            self._trouble(event.reason, src or None)
+            return
         if os.path.basename(src) == IGNORE_FILE or os.path.basename(dst) == IGNORE_FILE:
             self._ignore_file_changed(src, dst)
             return
-        if event.event_type == "attrib" and FileAttribEvent in self._filter:
-            if not self.excluded(src, event.is_directory):
-                if event.is_directory:  # who may reach everything below may have changed
+        if event.kind == "attrib":
+            if self._attrib and not self.excluded(src, is_dir):
+                if is_dir:  # who may reach everything below may have changed
                     self._post(lambda c: c.rescan(src, "permissions"))
                 else:
                     self._post(lambda c: c.changed(src))
-            return
-        if event.event_type in ("closed_no_write", "opened", "attrib"):
-            return
-        if event.event_type == "modified" and event.is_directory:
-            return  # a folder's own listing changed: its entries bring their own events
-        if event.event_type == "moved":
-            if event.is_synthetic:
-                return  # the folder's own move event covers everything below it
-            self._moved(src, dst, event.is_directory)
-        elif event.event_type == "deleted":
-            if not self.excluded(src, event.is_directory):
-                self._post(lambda c: c.deleted(src, event.is_directory))
-        elif event.event_type == "created" and event.is_directory:
+        elif event.kind == "moved":
+            self._moved(src, dst, is_dir)
+        elif event.kind == "deleted":
+            if not self.excluded(src, is_dir):
+                self._post(lambda c: c.deleted(src, is_dir))
+        elif event.kind == "created" and is_dir:
             if not self.excluded(src, True):
                 self._post(lambda c: c.born_dir(src))
-        elif not event.is_directory and not self.excluded(src, False):
-            created = event.event_type == "created"
+        elif not is_dir and not self.excluded(src, False):
+            created = event.kind == "created"
             self._post(lambda c: c.changed(src, created))
 
     def _moved(self, src: str, dst: str, is_dir: bool) -> None:
@@ -230,7 +216,7 @@ class Watcher:
                 self._post(_rescan(folder, "ignore_file"))
 
     def _trouble(self, reason: str, path: str | None) -> None:
-        """From watchdog's inotify thread: events were lost, or a subfolder could not be watched."""
+        """From the watching thread: events were lost, or a subfolder could not be watched."""
         if path is not None:
             rules = self._rules_for(path)
             roots = [rules.root] if rules is not None else self.roots
@@ -275,15 +261,7 @@ class Watcher:
                 return
 
 
-class _Handler(FileSystemEventHandler):
-    def __init__(self, watcher: Watcher) -> None:
-        self._watcher = watcher
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        self._watcher._on_event(event)
-
-
-__all__ = ["Changed", "Deleted", "Moved", "Record", "Rescan", "Watcher", "EVENT_FILTER"]
+__all__ = ["Changed", "Deleted", "Moved", "Record", "Rescan", "Watcher"]
 
 
 def _rescan(path: str, reason: str) -> Callable[[Coalescer], None]:
@@ -291,56 +269,64 @@ def _rescan(path: str, reason: str) -> Callable[[Coalescer], None]:
     return lambda c: c.rescan(path, reason)
 
 
-def _make_observer(trouble: Callable[[str, str | None], None], handler: FileSystemEventHandler,
-                   event_filter: list[type[FileSystemEvent]]) -> tuple[BaseObserver, SharedEmitter | None]:
-    """inotify with lost events reported and every root on one emitter, on Linux; watchdog's
-    platform default elsewhere, with no shared emitter."""
-    try:
-        from watchdog.observers.inotify import InotifyObserver
-        from watchdog.observers.inotify_c import InotifyFD
+class _Portable:
+    """watchdog's platform observer (FSEvents, kqueue, ReadDirectoryChangesW...), a root scheduled each,
+    through watchdog's public API only; its events become ``FsEvent``s. Imported only where used:
+    on Linux, deskdex never loads watchdog."""
 
-        from .inotify import SharedEmitter
-    except (ImportError, OSError):  # not Linux
+    def __init__(self, handler: Callable[[FsEvent], None], attrib: bool) -> None:
+        from watchdog import events as ev
         from watchdog.observers import Observer
 
-        logger.info("watching without overflow detection on this platform")
-        return Observer(), None
+        # Without a filter watchdog asks for open and close-without-write events too, and a large tree
+        # overflows the queue with them (see shared/notes/libraries.md). Attribute events and lost
+        # events exist in newer releases only.
+        wanted = ["FileCreatedEvent", "FileModifiedEvent", "FileClosedEvent", "FileDeletedEvent", "FileMovedEvent",
+                  "DirCreatedEvent", "DirDeletedEvent", "DirMovedEvent", "EventsLostEvent"]
+        wanted += ["FileAttribEvent", "DirAttribEvent"] if attrib else []
+        self._filter = [getattr(ev, name) for name in wanted if hasattr(ev, name)]
+        self._observer: BaseObserver = Observer()
+        self._watches: dict[str, ObservedWatch] = {}
+        to_fs = _from_watchdog
 
-    class TroubleFD(InotifyFD):
-        """watchdog's inotify reader, telling us when it loses events. watchdog itself only logs
-        a queue overflow and silently skips subfolders it cannot watch (ENOSPC)."""
+        class Handler(ev.FileSystemEventHandler):
+            def on_any_event(self, event: Any) -> None:
+                fs = to_fs(event)
+                if fs is not None:
+                    handler(fs)
 
-        def handle_event(self, event: InotifyEvent) -> None:
-            if event.is_queue_overflow:
-                trouble("overflow", None)
-            super().handle_event(event)
+        self._handler = Handler()
 
-        def add_callback(self, path: bytes, mask: Mask, callback: WatchCallback, id_: CallbackId) -> WatchDescriptor:
-            try:
-                return super().add_callback(path, mask, callback, id_)
-            except OSError as exc:
-                if exc.errno in (errno.ENOSPC, errno.EMFILE):
-                    trouble("watch_limit", os.fsdecode(path))
-                raise
+    def start(self) -> None:
+        self._observer.start()
 
-        def _add_callback(self, path: bytes, mask: Mask, callback: WatchCallback, id_: CallbackId) -> WatchDescriptor:
-            # watchdog's, without its RuntimeWarning when the callback is there already: a folder
-            # moved out of the tree keeps its inotify watch, and coming back it is added again
-            # (expected, and a warning raised as an error would end this thread).
-            watch = self._get_or_create_watch(path, mask)
-            watch.callbacks[id_] = callback
-            return watch.wd
+    def stop(self) -> None:
+        self._observer.stop()
+        if self._observer.is_alive():
+            self._observer.join()
 
-    class TroubleObserver(InotifyObserver):
-        def __init__(self) -> None:  # InotifyObserver.__init__ with our reader and emitter
-            self._inotify_fd = TroubleFD()
-            self._inotify_fd.start()
-            BaseObserver.__init__(self, SharedEmitter, inotify_fd=self._inotify_fd)
+    def add_root(self, root: str) -> None:
+        self._watches[root] = self._observer.schedule(self._handler, root, recursive=True,
+                                                      event_filter=self._filter)
 
-    observer = TroubleObserver()
-    # The one emitter, scheduled with a placeholder path it never watches (SharedEmitter.add_root
-    # watches the roots); its events are dispatched to ``handler`` by the observer's thread.
-    observer.schedule(handler, os.sep, recursive=True, event_filter=event_filter)
-    (emitter,) = observer.emitters
-    assert isinstance(emitter, SharedEmitter)
-    return observer, emitter
+    def remove_root(self, root: str) -> None:
+        watch = self._watches.pop(root, None)
+        if watch is not None:
+            self._observer.unschedule(watch)
+
+
+def _from_watchdog(event: Any) -> FsEvent | None:
+    """A watchdog event as an ``FsEvent``; None for those that say nothing of content."""
+    kind = event.event_type
+    src = os.fsdecode(event.src_path)
+    if kind == "events_lost":
+        return FsEvent("lost", src, True, reason="overflow")
+    if getattr(event, "is_synthetic", False) and kind == "moved":
+        return None  # the folder's own move event covers everything below it
+    if kind in ("closed_no_write", "opened") or (kind == "modified" and event.is_directory):
+        return None  # a folder's own listing changed: its entries bring their own events
+    if kind == "moved":
+        return FsEvent("moved", src, event.is_directory, dest=os.fsdecode(event.dest_path))
+    if kind in ("created", "deleted", "attrib"):
+        return FsEvent(kind, src, event.is_directory)
+    return FsEvent("changed", src, event.is_directory)  # modified, closed

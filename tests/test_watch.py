@@ -220,38 +220,31 @@ def test_folder_listed_while_its_tree_is_renamed_is_looked_at_where_it_went(watc
     listing gets into it. The folder was reported as made (born), its file not at all, and the
     coalescer dropped the folder's rename as that of a folder the catalog never saw: nothing
     named where the file went, and it was never indexed (seed 1402 of test_live_burst, once in
-    CI). The renames happen inside watchdog's listing, so the order is certain."""
-    import watchdog.observers.inotify as watchdog_inotify
+    CI). The renames happen inside the watcher's listing, so the order is certain."""
+    from deskdex.pipeline import treewatch
 
     root, sink, _ = watching
     outside = tmp_path / "outside"
     (outside / "t" / "p" / "a" / "sub").mkdir(parents=True)
     f = outside / "t" / "p" / "a" / "sub" / "f.txt"
     f.write_text("f")
-    t, listed = root / "t", os.fsencode(root / "t" / "p")
+    t, listed = root / "t", str(root / "t" / "p")
     seen = []
+    scandir = treewatch._scandir
 
-    class RacingOs:  # watchdog's os module, with a walk that the burst overtakes
-        def __getattr__(self, name):
-            return getattr(os, name)
+    def racing(folder: str) -> list:  # the watcher's listing, overtaken by the burst
+        entries = scandir(folder)
+        if folder == listed:
+            seen.append(folder)
+            os.rename(t / "p", t / "q")
+            os.rename(t / "q" / "a", root / "b")
+        return entries
 
-        @staticmethod
-        def walk(top, *args, **kwargs):
-            for item in os.walk(top, *args, **kwargs):
-                yield item
-                if item[0] == listed:
-                    seen.append(item)
-                    if len(seen) == 2:  # the second walk: the listing, after the watches were added
-                        os.rename(t / "p", t / "q")
-                        os.rename(t / "q" / "a", root / "b")
-
-    monkeypatch.setattr(watchdog_inotify, "os", RacingOs())
-    # Unpaired, so watchdog holds it 0.5 s, and the events behind it: its own listing of the
-    # folder moved in (when it hands the event over) comes after the renames.
-    os.rename(root / "docs" / "b.txt", outside / "b.txt")
+    monkeypatch.setattr(treewatch, "_scandir", racing)
+    os.rename(root / "docs" / "b.txt", outside / "b.txt")  # unpaired: the events behind it wait for it
     os.rename(outside / "t", t)
     got = sink.settle()
-    assert len(seen) == 2, f"the walks were not as expected, the test proves nothing: {seen}"
+    assert seen == [listed], f"the listing was not as expected, the test proves nothing: {seen}"
     final = str(root / "b" / "sub" / "f.txt")
     looked = [r.dst if isinstance(r, Moved) else r.path for r in got if not isinstance(r, Deleted)]
     assert any(final == x or final.startswith(x + os.sep) for x in looked), got
