@@ -155,6 +155,13 @@ def xvfb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def qapp(xvfb: str) -> Iterator[Any]:
     from PySide6.QtWidgets import QApplication
 
+    from deskdex.clients.tray.binding import binding_problem
+
+    # A binding that loses references would abort this very process partway through the tests
+    # (they run the tray in it): each test fails with the reason instead, as `deskdex tray` refuses.
+    problem = binding_problem()
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
     app = QApplication.instance() or QApplication(["deskdex-test"])
     assert app.platformName() == "xcb"
     yield app

@@ -47,6 +47,12 @@ def cmd_tray(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"{MISSING_QT}\n({exc})", file=sys.stderr)
         return 1
+    from .binding import binding_problem
+
+    problem = binding_problem()  # before any thread: a binding that would crash the tray is named here
+    if problem is not None:
+        print(f"deskdex tray: {problem}", file=sys.stderr)
+        return 1
     from .app import run
 
     h = Home.resolve(home)

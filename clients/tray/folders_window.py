@@ -103,8 +103,10 @@ class FoldersWindow(QWidget):
             self.caller.request("watch_add", self._show_folders, self._failed, path=path)
 
     def remove_selected(self) -> None:
+        # Rows are asked before cells: a cell that is not there comes back as None, and reading a None
+        # from Qt loses a reference to it on some bindings (search_window.HIT_ROLE).
         row = self.table.currentRow()
-        cell = self.table.item(row, 0) if row >= 0 else None
+        cell = self.table.item(row, 0) if 0 <= row < self.table.rowCount() else None
         if cell is None:
             return
         path = cell.text()
@@ -135,7 +137,8 @@ class FoldersWindow(QWidget):
             self.pattern_edit.clear()
 
     def remove_pattern(self) -> None:
-        item = self.patterns.currentItem()
+        row = self.patterns.currentRow()  # asked first, as in remove_selected
+        item = self.patterns.item(row) if 0 <= row < self.patterns.count() else None
         if item is not None:
             self.caller.request("exclude_remove", self._show_patterns, self._failed, pattern=item.text())
 

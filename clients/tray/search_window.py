@@ -40,9 +40,12 @@ logger = logging.getLogger(__name__)
 DEBOUNCE_MS = 200  # long enough to skip the keystrokes of a word typed fast, short enough to feel instant
 LIMIT = 50  # results a search shows at first, and "More results" adds each time
 NO_DAEMON = "no daemon is running: read from the index directly"
-HIT_ROLE = Qt.ItemDataRole.UserRole + 1   # the hit as the daemon sent it (top-level items)
+# Every item sets all three roles (new_item): reading a role never set, like reading
+# QStyleOptionViewItem.widget where it is None, hands Python a None, and PySide6-Essentials 6.12.0
+# on Python 3.11 loses a reference to None each time, until the interpreter aborts (binding.py).
+HIT_ROLE = Qt.ItemDataRole.UserRole + 1   # the hit as the daemon sent it (top-level items); {} on the others
 HTML_ROLE = Qt.ItemDataRole.UserRole + 2  # what the delegate paints
-PATH_ROLE = Qt.ItemDataRole.UserRole + 3  # the file Enter opens (copies too)
+PATH_ROLE = Qt.ItemDataRole.UserRole + 3  # the file Enter opens (copies too); "" on a line that names none
 
 
 def open_path(path: str) -> None:
@@ -70,6 +73,16 @@ def snippet_html(snippet: str, spans: list[list[int]] | None) -> str:
         pos = end
     out.append(html.escape(snippet[pos:]))
     return "".join(out)
+
+
+def new_item(text: str, html_text: str, path: str = "", hit: SearchHit | None = None) -> QTreeWidgetItem:
+    """A result line with each role the window reads set: ``text`` (what accessibility and tests read),
+    ``html_text`` (what is painted), the ``path`` it opens and the ``hit`` it stands for."""
+    item = QTreeWidgetItem([text])
+    item.setData(0, HTML_ROLE, html_text)
+    item.setData(0, PATH_ROLE, path)
+    item.setData(0, HIT_ROLE, hit if hit is not None else {})
+    return item
 
 
 def as_rich_text(text: str) -> str:
@@ -182,17 +195,14 @@ class SearchWindow(QWidget):
         shown = terminal_safe(path)
         date = time.strftime("%Y-%m-%d", time.localtime(hit["mtime"])) if hit.get("mtime") else ""
         dups, similar = int(hit.get("duplicates") or 0), int(hit.get("similar") or 0)
-        item = QTreeWidgetItem()
         counts = cluster_counts(dups, similar)
         plain = [terminal_safe(hit.get("title") or os.path.basename(path)), shown, date, counts]
-        item.setText(0, " — ".join(p for p in plain if p))
-        item.setToolTip(0, as_rich_text(shown))
-        item.setData(0, HIT_ROLE, hit)
-        item.setData(0, PATH_ROLE, path)
         badge = f" <span class='copies'>[{counts}]</span>" if counts else ""
-        item.setData(0, HTML_ROLE,
-                     f"<b>{html.escape(plain[0])}</b>{badge}<br><span class='path'>{html.escape(shown)}"
-                     f" · {date}</span><br>{snippet_html(hit.get('snippet', ''), hit.get('highlights'))}")
+        item = new_item(" — ".join(p for p in plain if p),
+                        f"<b>{html.escape(plain[0])}</b>{badge}<br><span class='path'>{html.escape(shown)}"
+                        f" · {date}</span><br>{snippet_html(hit.get('snippet', ''), hit.get('highlights'))}",
+                        path, hit)
+        item.setToolTip(0, as_rich_text(shown))
         if dups or similar:
             item.setChildIndicatorPolicy(QTreeWidgetItem.ChildIndicatorPolicy.ShowIndicator)
         return item
@@ -205,24 +215,25 @@ class SearchWindow(QWidget):
 
         def show(result: dict[str, Any]) -> None:
             for p in result.get("paths", []):
-                child = QTreeWidgetItem([terminal_safe(p)])
-                child.setData(0, PATH_ROLE, p)
-                child.setData(0, HTML_ROLE, html.escape(terminal_safe(p)))
-                item.addChild(child)
+                item.addChild(new_item(terminal_safe(p), html.escape(terminal_safe(p)), p))
 
         def failed(error: DeskdexError) -> None:
             # an older daemon without the op still tells how many copies there are
             counts = cluster_counts(int(hit.get("duplicates") or 0), int(hit.get("similar") or 0))
-            child = QTreeWidgetItem([f"{counts} (paths unavailable: {error})"])
-            child.setData(0, HTML_ROLE, html.escape(child.text(0)))
-            item.addChild(child)
+            line = f"{counts} (paths unavailable: {error})"
+            item.addChild(new_item(line, html.escape(line)))
 
         self.caller.request("duplicates", show, failed, uri=hit["uri"])
 
     # -- opening
     def current_path(self) -> str | None:
-        item = self.results.currentItem() or self.results.topLevelItem(0)
-        return item.data(0, PATH_ROLE) if item is not None else None
+        # asked before the items are: an item that is not there comes back as None (see HIT_ROLE)
+        if not self.results.topLevelItemCount():
+            return None
+        item = self.results.currentItem() if self.results.currentIndex().isValid() else self.results.topLevelItem(0)
+        if item is None:  # for the type checker: there is an item
+            return None
+        return str(item.data(0, PATH_ROLE)) or None
 
     def open_item(self, item: QTreeWidgetItem | None = None, folder: bool = False) -> None:
         path = item.data(0, PATH_ROLE) if item is not None else self.current_path()
@@ -248,8 +259,10 @@ class SearchWindow(QWidget):
         return menu
 
     def _context_menu_at(self, pos: QPoint) -> None:
+        if not self.results.indexAt(pos).isValid():  # no line there: itemAt would give None (see HIT_ROLE)
+            return
         item = self.results.itemAt(pos)
-        if item is None:
+        if item is None:  # for the type checker: there is a line there
             return
         self.results.setCurrentItem(item)
         if self.menu is not None:
@@ -285,12 +298,18 @@ class HtmlDelegate(QStyledItemDelegate):
     # muted colours only on an unselected row: on the selection colour they would be unreadable
     PLAIN = ".path { color: #666666 } .copies { color: #2a62b8 }"
 
+    def __init__(self, view: QAbstractItemView) -> None:
+        super().__init__(view)
+        # The view it paints, kept here: handed to the style instead of option.widget, which is None at
+        # times, and reading a None from Qt loses a reference on some bindings (see HIT_ROLE).
+        self.view = view
+
     def _doc(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QTextDocument:
         doc = QTextDocument()
         doc.setDefaultFont(option.font)
         if not option.state & QStyle.StateFlag.State_Selected:
             doc.setDefaultStyleSheet(self.PLAIN)
-        doc.setHtml(index.data(HTML_ROLE) or html.escape(index.data() or ""))
+        doc.setHtml(index.data(HTML_ROLE))  # set on every item (new_item)
         doc.setTextWidth(max(100, option.rect.width()))
         return doc
 
@@ -300,8 +319,7 @@ class HtmlDelegate(QStyledItemDelegate):
         self.initStyleOption(opt, index)
         doc = self._doc(opt, index)
         opt.text = ""
-        style = opt.widget.style() if opt.widget else QApplication.style()
-        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
+        self.view.style().drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, self.view)
         ctx = QAbstractTextDocumentLayout.PaintContext()
         if opt.state & QStyle.StateFlag.State_Selected:
             ctx.palette.setColor(QPalette.ColorRole.Text, opt.palette.color(QPalette.ColorRole.HighlightedText))
@@ -314,8 +332,7 @@ class HtmlDelegate(QStyledItemDelegate):
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
-        view = self.parent()  # the results tree (an item view) that this delegate paints
-        if opt.rect.width() <= 0 and isinstance(view, QAbstractItemView):
-            opt.rect.setWidth(view.viewport().width() - 40)
+        if opt.rect.width() <= 0:
+            opt.rect.setWidth(self.view.viewport().width() - 40)
         doc = self._doc(opt, index)
         return QSize(int(doc.idealWidth()), int(doc.size().height()) + 4)
