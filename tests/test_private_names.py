@@ -44,6 +44,9 @@ KNOWN = {
     ("clients/client.py", "_socket"),
     # olefile reads a property's vector length unchecked; its private _parse_property is bounded.
     ("converters/ole.py", "_parse_property"),
+    # python-docx: the body story as the parent of Paragraph proxies, and a paragraph's element
+    # (the Document itself can be the parent; the loop holds each element already).
+    ("converters/word.py", "_body"), ("converters/word.py", "_p"),
 }
 
 
@@ -94,6 +97,15 @@ def findings(path: Path) -> list[str]:
                 outside = not own or not (module + ".").startswith(_package_of(path) + ".")
                 if _private(alias.name) and outside:
                     found.append((node.lineno, alias.name))
+    typed: set[str] = set()  # parameters annotated with another library's class: ``d: DocxDocument``
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
+                ann = arg.annotation
+                named = ann.value if isinstance(ann, ast.Constant) and isinstance(ann.value, str) else \
+                    ann.id if isinstance(ann, ast.Name) else None
+                if named is not None and named.split(".")[0].split("[")[0].strip() in foreign:
+                    typed.add(arg.arg)
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             bases = {b.id if isinstance(b, ast.Name) else b.value.id for b in node.bases
@@ -104,7 +116,7 @@ def findings(path: Path) -> list[str]:
                             and isinstance(sub.value.func, ast.Name) and sub.value.func.id == "super"):
                         found.append((sub.lineno, sub.attr))
         elif isinstance(node, ast.Attribute) and _private(node.attr):
-            if isinstance(node.value, ast.Name) and node.value.id in foreign:
+            if isinstance(node.value, ast.Name) and (node.value.id in foreign or node.value.id in typed):
                 found.append((node.lineno, node.attr))
             elif isinstance(node.ctx, ast.Store) and not (isinstance(node.value, ast.Name)
                                                           and node.value.id in ("self", "cls")):
@@ -133,6 +145,7 @@ def test_the_checker_sees_each_kind_of_private_use(tmp_path: Path, monkeypatch: 
         "import kombu\nclass C(kombu.Channel):\n    def f(self):\n        return super()._brpop_read()": "_brpop_read",
         "import multiprocessing.forkserver as fs\nx = getattr(fs, '_forkserver_pid')": "_forkserver_pid",
         "from tantivy import Index\nIndex._schema": "_schema",
+        "from docx.document import Document\ndef f(d: Document):\n    return d._body": "_body",
     }
     pkg = tmp_path / "cluster"
     pkg.mkdir()
