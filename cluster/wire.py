@@ -4,7 +4,9 @@ a crawl's request to make, and the page it fetched.
 
 JSON, not pickle: a message read from Redis is data, never code to run, so a worker or coordinator
 that reads a forged message gets a bad document at worst. A Document travels as tagged text, which
-round-trips exactly (converters/tagged.py); fingerprints as their catalog blob."""
+round-trips exactly (converters/tagged.py); fingerprints as their catalog blob. Each message is
+checked against its schema (deskdex.wire) before anything is made of it: one that does not fit is
+one BadMessage naming the message, the field and why."""
 
 from __future__ import annotations
 
@@ -13,17 +15,16 @@ import dataclasses
 import math
 from typing import Any
 
+from deskdex import wire
 from deskdex.converters.convert import Outcome
 from deskdex.converters.limits import Limits, OcrOptions
 from deskdex.converters.source import Source
-from deskdex.errors import DeskdexError
+from deskdex.errors import BadMessage, DeskdexError
 from deskdex.webcrawl.fetch import FetchSettings
 from deskdex.webcrawl.frontier import Request
 from deskdex.webcrawl.sink import FetchedPage, KnownPage
 
-
-class BadMessage(DeskdexError):
-    """A message from the broker that is not what deskdex sends."""
+__all__ = ["BadMessage"]  # deskdex.errors' (code bad_message), where this module's callers look for it
 
 
 def source_to_wire(source: Source) -> dict[str, Any]:
@@ -35,39 +36,36 @@ def source_to_wire(source: Source) -> dict[str, Any]:
             "data": base64.b64encode(source.data).decode("ascii") if source.data is not None else None}
 
 
-def source_from_wire(msg: dict[str, Any]) -> Source:
-    try:
-        data = msg.get("data")
-        return Source(uri=str(msg["uri"]), name=str(msg["name"]),
-                      path=None if msg.get("path") is None else str(msg["path"]),
-                      data=base64.b64decode(data, validate=True) if data is not None else None,
-                      mime=None if msg.get("mime") is None else str(msg["mime"]), depth=int(msg.get("depth", 0)))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BadMessage(f"not a file to convert: {exc}") from exc
+def source_from_wire(msg: Any) -> Source:
+    m = wire.convert(msg, wire.SourceMessage, "not a file to convert")
+    return Source(uri=m.uri, name=m.name, path=m.path, data=m.data, mime=m.mime, depth=m.depth)
 
 
 def limits_to_wire(limits: Limits) -> dict[str, Any]:
     return dataclasses.asdict(limits)
 
 
-def limits_from_wire(msg: dict[str, Any]) -> Limits:
+def limits_from_wire(msg: Any) -> Limits:
     """Limits as sent; BadMessage unless every one is a finite number, not below 0, of its type
-    (a limit of NaN or "1e9" would compare as no limit at all)."""
-    try:
-        fields = dict(msg)
-        ocr = dict(fields.pop("ocr", {}))
-        ocr["languages"] = tuple(str(x) for x in ocr.get("languages", ()))
-        limits = Limits(**fields, ocr=OcrOptions(**ocr))
-    except (TypeError, ValueError) as exc:
-        raise BadMessage(f"not conversion limits: {exc}") from exc
-    for owner in (limits, limits.ocr):
+    (a limit of NaN or "1e9" would compare as no limit at all), and none is unknown."""
+    what = "not conversion limits"
+    fields = wire.convert(msg, dict[str, Any], what)
+    _known(fields, Limits, what, "$")
+    _known(wire.convert(fields.get("ocr", {}), dict[str, Any], what), OcrOptions, what, "$.ocr")
+    limits = wire.convert(fields, Limits, what)
+    for owner, at in ((limits, "$"), (limits.ocr, "$.ocr")):
         for f in dataclasses.fields(owner):
             value, kind = getattr(owner, f.name), type(getattr(type(owner)(), f.name))
             if kind in (int, float) and not _a_number(value, kind):
-                raise BadMessage(f"not conversion limits: {f.name} is {value!r}, not a number of 0 or more")
-            if kind is bool and not isinstance(value, bool):
-                raise BadMessage(f"not conversion limits: {f.name} is {value!r}, not true or false")
+                raise BadMessage(f"{what}: {value!r} is not a number of 0 or more - at `{at}.{f.name}`")
     return limits
+
+
+def _known(fields: dict[str, Any], kind: type, what: str, at: str) -> None:
+    """BadMessage for a field ``kind`` (a dataclass) does not have: msgspec ignores them."""
+    unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(kind)})
+    if unknown:
+        raise BadMessage(f"{what}: Object contains unknown field `{unknown[0]}` - at `{at}`")
 
 
 def _a_number(value: Any, kind: type) -> bool:
@@ -92,26 +90,30 @@ def outcomes_to_wire(outcomes: list[Outcome]) -> list[dict[str, Any]]:
     return out
 
 
-def outcomes_from_wire(items: list[dict[str, Any]]) -> list[Outcome]:
+def outcomes_from_wire(items: Any) -> list[Outcome]:
     from deskdex.converters import tagged
     from deskdex.index import fingerprints
     from deskdex.index.features import Features
 
+    what = "not a conversion's outcome"
     out = []
-    try:
-        for item in items:
-            o = Outcome(str(item["uri"]), reason=str(item.get("reason", "")), message=str(item.get("message", "")))
-            if item.get("document") is not None:
-                o.document = tagged.loads(item["document"])
-            f = item.get("features")
-            if f is not None:
-                fps = fingerprints.from_blob(base64.b64decode(f["fps"], validate=True))
-                o.extra["features"] = Features(f["group"], f["fp"], fps)
-            out.append(o)
-    except (KeyError, TypeError, ValueError, DeskdexError) as exc:
-        raise BadMessage(f"not a conversion's outcome: {exc}") from exc
+    for i, item in enumerate(wire.convert(items, list[wire.OutcomeMessage], what)):
+        o = Outcome(item.uri, reason=item.reason, message=item.message)
+        try:
+            if item.document is not None:
+                o.document = tagged.loads(item.document)
+        except (ValueError, DeskdexError) as exc:
+            raise BadMessage(f"{what}: {exc} - at `$[{i}].document`") from exc
+        f = item.features
+        if f is not None:
+            try:
+                fps = fingerprints.from_blob(f.fps)
+            except (ValueError, DeskdexError) as exc:
+                raise BadMessage(f"{what}: {exc} - at `$[{i}].features.fps`") from exc
+            o.extra["features"] = Features(f.group, f.fp, fps)
+        out.append(o)
     if not out:
-        raise BadMessage("a conversion's outcome with no document")
+        raise BadMessage(f"{what}: no outcome at all - at `$`")
     return out
 
 
@@ -138,21 +140,18 @@ class FetchTask:
     limits: Limits
 
 
-def fetch_from_wire(msg: dict[str, Any]) -> FetchTask:
+def fetch_from_wire(msg: Any) -> FetchTask:
+    m = wire.convert(msg, wire.FetchMessage, "not a request to fetch")
+    k, f = m.known, m.fetch
+    known = None if k is None else KnownPage(m.url, etag=k.etag, last_modified=k.last_modified,
+                                             fetched_at=k.fetched_at, size=k.size)
+    settings = FetchSettings(user_agent=f.user_agent, timeout=f.timeout, deadline=f.deadline, max_bytes=f.max_bytes,
+                             max_redirects=f.max_redirects, allow_private=f.allow_private, dns_ttl=f.dns_ttl)
     try:
-        k = msg.get("known")
-        known = None if k is None else KnownPage(
-            str(msg["url"]), etag=_opt_str(k.get("etag")), last_modified=_opt_str(k.get("last_modified")),
-            fetched_at=float(k["fetched_at"]), size=int(k["size"]))
-        f = msg["fetch"]
-        settings = FetchSettings(user_agent=str(f["user_agent"]), timeout=float(f["timeout"]),
-                                 deadline=float(f["deadline"]), max_bytes=int(f["max_bytes"]),
-                                 max_redirects=int(f["max_redirects"]), allow_private=bool(f["allow_private"]),
-                                 dns_ttl=float(f["dns_ttl"]))
-        return FetchTask(Request(str(msg["url"]), int(msg["depth"]), kind=str(msg["kind"])), known, settings,
-                         int(msg["head_above"]), float(msg["delay"]), limits_from_wire(msg["limits"]))
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise BadMessage(f"not a request to fetch: {exc}") from exc
+        limits = limits_from_wire(m.limits)
+    except BadMessage as exc:
+        raise BadMessage(f"not a request to fetch: the limits: {exc}") from exc
+    return FetchTask(Request(m.url, m.depth, kind=m.kind), known, settings, m.head_above, m.delay, limits)
 
 
 def page_to_wire(page: FetchedPage) -> dict[str, Any]:
@@ -161,16 +160,7 @@ def page_to_wire(page: FetchedPage) -> dict[str, Any]:
             "fetched_at": page.fetched_at, "depth": page.depth, "charset": page.charset}
 
 
-def page_from_wire(msg: dict[str, Any]) -> FetchedPage:
-    try:
-        return FetchedPage(url=str(msg["url"]), final_url=str(msg["final_url"]), status=int(msg["status"]),
-                           headers={str(k): str(v) for k, v in dict(msg["headers"]).items()},
-                           body=base64.b64decode(msg["body"], validate=True),
-                           content_type=str(msg["content_type"]), fetched_at=float(msg["fetched_at"]),
-                           depth=int(msg["depth"]), charset=_opt_str(msg.get("charset")))
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise BadMessage(f"not a fetched page: {exc}") from exc
-
-
-def _opt_str(value: Any) -> str | None:
-    return None if value is None else str(value)
+def page_from_wire(msg: Any) -> FetchedPage:
+    m = wire.convert(msg, wire.PageMessage, "not a fetched page")
+    return FetchedPage(url=m.url, final_url=m.final_url, status=m.status, headers=m.headers, body=m.body,
+                       content_type=m.content_type, fetched_at=m.fetched_at, depth=m.depth, charset=m.charset)

@@ -37,7 +37,9 @@
      │    ├── UnknownOp             no such operation
      │    ├── BadArgs               an argument is missing, unknown or of the wrong type or range
      │    ├── Forbidden             the caller may not do this (enterprise mode: only root changes things)
-     │    └── Busy                  the caller holds its share already (connections, searches, request rate)
+     │    ├── Busy                  the caller holds its share already (connections, searches, request rate)
+     │    └── BadMessage            a message between machines that does not fit its schema (deskdex.wire):
+     │                              a shard's question or answer, a cluster task or its result
      ├── DaemonUnavailable          no daemon answers on the socket (client side)
      └── DaemonError                the daemon failed on a request (its log has why), or answered with
                                     a code this client does not know
@@ -303,6 +305,14 @@ class Busy(ProtocolError):
     searches at once, requests a second): refused at once so that the others are served."""
 
     code = "busy"
+
+
+class BadMessage(ProtocolError):
+    """A message between machines (deskdex.wire) that does not fit its schema: a question to a
+    shard (answered with HTTP 400 and this code), a shard's answer, a task from the broker or a
+    worker's result. The message names the message, the field and why."""
+
+    code = "bad_message"
 
 
 class DaemonUnavailable(DeskdexError):

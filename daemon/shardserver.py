@@ -18,7 +18,6 @@ it serves HTTPS, and the token is sent encrypted; without, it crosses the networ
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import os
 import ssl
@@ -27,13 +26,13 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from deskdex.errors import ConfigError, DeskdexError, Forbidden, QueryError
+from deskdex import wire
+from deskdex.errors import BadMessage, ConfigError, DaemonError, DeskdexError, Forbidden, QueryError, TooLarge
 from deskdex.index import Collection
-from deskdex.index.answers import stats_from_json, stats_to_json
+from deskdex.index.answers import stats_message, stats_of
 from deskdex.index.search import add_snippets
 from deskdex.index.shards import shard_search, shard_stats
 from deskdex.paths import SYSTEM_DATA
-from deskdex.protocol import MAX_LIMIT, MAX_QUERY, SORTS
 from deskdex.settings import MIN_TOKEN, parse_listen
 
 logger = logging.getLogger(__name__)
@@ -114,31 +113,26 @@ class ShardServer:
         self.thread.join(10)
         self.coll.close()
 
-    def answer(self, what: str, msg: dict[str, Any]) -> dict[str, Any]:
-        """The answer to one question; ValueError, KeyError, TypeError for a malformed one."""
+    def answer(self, question: wire.Question) -> wire.Answer | wire.WordStats:
+        """The answer to one question (deskdex.wire's schemas: already checked)."""
         with self.lock:
-            if what == "stats":
-                terms = [(str(f), str(t)) for f, t in msg["terms"]]
-                return stats_to_json(shard_stats(self.coll, terms))
-            if what == "search":
-                query = _query(msg)
-                need, sort = int(msg["need"]), str(msg["sort"])
-                if not 0 < need <= MAX_LIMIT or sort not in SORTS:
-                    raise ValueError("need or sort out of range")
-                part = shard_search(self.coll, query, need, sort, bool(msg["collapse"]), None,
-                                    stats_from_json(msg["stats"]))
+            if isinstance(question, wire.StatsQuestion):
+                return stats_message(shard_stats(self.coll, question.terms))
+            if isinstance(question, wire.SearchQuestion):
+                part = shard_search(self.coll, question.query, question.need, question.sort, question.collapse, None,
+                                    stats_of(question.stats))
                 self._refuse_enterprise([h["uri"] for h in part.hits])
-                return {"total": part.total, "hits": part.hits, "trees": part.trees,
-                        "keys": [None if k is None else k.to_json() for k in part.keys], "num_docs": part.num_docs}
-            if what == "snippets":
-                query = _query(msg)
-                hits: list[Any] = [{"uri": str(u)} for u in msg["uris"]][:MAX_LIMIT]
+                # The structs are written as they are: msgspec checks types when it reads, not here.
+                keys: list[Any] = [None if k is None else k.to_json() for k in part.keys]
+                return wire.SearchAnswer(part.total, part.hits, part.trees, keys, part.num_docs)
+            if isinstance(question, wire.SnippetsQuestion):
+                hits: list[Any] = [{"uri": u} for u in question.uris]
                 self.coll.index.reload()
                 self._refuse_enterprise([h["uri"] for h in hits])
                 found = self._with_lang(hits)
-                add_snippets(self.coll, query, found)
-                return {"snippets": {h["uri"]: [h.get("snippet"), h.get("highlights")] for h in found}}
-        raise KeyError(what)
+                add_snippets(self.coll, question.query, found)
+                return wire.SnippetsAnswer({h["uri"]: (h.get("snippet"), h.get("highlights")) for h in found})
+        raise TypeError(f"not a question: {type(question).__name__}")
 
     def _refuse_enterprise(self, uris: list[str]) -> None:
         """Forbidden when one of ``uris`` is an enterprise-mode daemon's document: one began indexing
@@ -166,13 +160,6 @@ def _tls(cert: str, key: str) -> ssl.SSLContext:
     return ctx
 
 
-def _query(msg: dict[str, Any]) -> str:
-    query = msg["query"]
-    if not isinstance(query, str) or len(query) > MAX_QUERY:
-        raise ValueError("not a query")
-    return query
-
-
 def _handler(server: ShardServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "deskdex-shard"
@@ -188,38 +175,40 @@ def _handler(server: ShardServer) -> type[BaseHTTPRequestHandler]:
             given = self.headers.get("Authorization", "").encode()
             # A refusal before the body is read ends the connection: the body would be read as the next request.
             if not hmac.compare_digest(given, server.token):
-                return self._send(401, {"message": "a wrong or missing token"}, close=True)
+                return self._send(401, wire.ErrorAnswer(Forbidden.code, "a wrong or missing token"), close=True)
             what = self.path.strip("/")
-            if what not in ("stats", "search", "snippets"):
-                return self._send(404, {"message": f"no such question: {self.path}"}, close=True)
+            if what not in wire.QUESTIONS:
+                return self._send(404, wire.ErrorAnswer(BadMessage.code, f"no such question: {self.path}"), close=True)
             if "Transfer-Encoding" in self.headers:  # a body this server does not read: it would be the next request
-                return self._send(411, {"message": "a request with Content-Length"}, close=True)
+                return self._send(411, wire.ErrorAnswer(BadMessage.code, "a request with Content-Length"), close=True)
             try:
                 length = int(self.headers.get("Content-Length", "0"))
             except ValueError:
                 length = -1
             if not 0 <= length <= MAX_BODY:
-                return self._send(413, {"message": f"a request of 0 to {MAX_BODY} bytes"}, close=True)
+                return self._send(413, wire.ErrorAnswer(TooLarge.code, f"a request of 0 to {MAX_BODY} bytes"), close=True)
             try:
-                msg = json.loads(self.rfile.read(length))
-                if not isinstance(msg, dict):
-                    raise ValueError("not an object")
-                return self._send(200, server.answer(what, msg))
+                question = wire.decode(self.rfile.read(length), wire.QUESTIONS[what],
+                                       f"a question that is not deskdex's (/{what})")
+                return self._send(200, server.answer(question))
             except QueryError as exc:
-                return self._send(400, {"code": exc.code, "message": str(exc), "position": exc.position or 0})
-            except (ValueError, KeyError, TypeError) as exc:
-                return self._send(400, {"message": f"a question that is not deskdex's: {exc}"})
+                return self._send(400, wire.ErrorAnswer(exc.code, str(exc), exc.position or 0))
+            except BadMessage as exc:
+                return self._send(400, wire.ErrorAnswer(exc.code, str(exc)))
             except Forbidden as exc:
-                return self._send(403, {"code": exc.code, "message": str(exc)})
+                return self._send(403, wire.ErrorAnswer(exc.code, str(exc)))
             except DeskdexError as exc:
                 logger.warning("%s: a shard question failed: %s", self._client, exc)
-                return self._send(500, {"code": exc.code, "message": str(exc)})
+                return self._send(500, wire.ErrorAnswer(exc.code, str(exc)))
+            except Exception as exc:  # the server's own failure: its traceback, and an answer all the same
+                logger.exception("%s: the shard server failed on a question", self._client)
+                return self._send(500, wire.ErrorAnswer(DaemonError.code, f"{type(exc).__name__}: {exc}"))
 
-        def _send(self, status: int, body: dict[str, Any], close: bool = False) -> None:
-            if 400 <= status < 500:  # a refusal: who, what, why, on one line
+        def _send(self, status: int, body: wire.Answer | wire.WordStats, close: bool = False) -> None:
+            if isinstance(body, wire.ErrorAnswer):  # a refusal: who, what, why, on one line
                 logger.warning("%s: refused %s %s (%d): %s", self._client, self.command, self.path[:200], status,
-                               body.get("message", ""))
-            data = json.dumps(body).encode()
+                               body.message)
+            data = wire.encode(body)
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))

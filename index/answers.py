@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from deskdex.wire import WordStats
+
 if TYPE_CHECKING:
     from deskdex.protocol import SearchHit
 
@@ -49,14 +51,12 @@ class Part:
     num_docs: int
 
 
-def stats_to_json(stats: FixedStats) -> dict[str, Any]:
+def stats_message(stats: FixedStats) -> WordStats:
+    """``stats`` as a shard sends them (deskdex.wire)."""
     terms = sorted(stats.freqs)
-    return {"num_docs": stats.num_docs, "terms": terms, "freqs": [stats.freqs[t] for t in terms]}
+    return WordStats(stats.num_docs, terms, [stats.freqs[t] for t in terms])
 
 
-def stats_from_json(msg: dict[str, Any]) -> FixedStats:
-    terms = [(str(f), str(t)) for f, t in msg["terms"]]
-    freqs = [int(n) for n in msg["freqs"]]
-    if len(terms) != len(freqs):
-        raise ValueError("not one count a word")
-    return FixedStats(int(msg["num_docs"]), dict(zip(terms, freqs)))
+def stats_of(msg: WordStats) -> FixedStats:
+    """The statistics a shard sent (checked by deskdex.wire: one count a word)."""
+    return FixedStats(msg.num_docs, dict(zip(msg.terms, msg.freqs)))

@@ -1,170 +1,146 @@
 """A shard served by another machine (``deskdex serve``, daemon/shardserver.py), asked over HTTP
 with the token of the setting ``token``: the three questions of a merged search (index/shards.py)
-as JSON requests. Whatever it answers is checked for shape before it is used; a shard that cannot
-be reached, refuses the token or answers nonsense fails the search with StoreError naming it (a
-search that left a shard out would look complete)."""
+as JSON requests, each a schema of deskdex.wire. Whatever it answers is checked against its schema
+before it is used; a shard that cannot be reached, refuses the token or answers nonsense fails the
+search with StoreError naming it and, for nonsense, the field and why (a search that left a shard
+out would look complete)."""
 
 from __future__ import annotations
 
-import http.client
-import json
 import ssl
 import threading
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, TypeVar
 
-from deskdex.errors import QueryError, StoreError
+from deskdex import wire
+from deskdex.errors import BadMessage, QueryError, StoreError
 
-from .answers import FixedStats, Part, stats_from_json, stats_to_json
+from .answers import FixedStats, Part, stats_message, stats_of
 from .readable import CopyKey
 
 if TYPE_CHECKING:
+    import httpx
+
     from deskdex.protocol import SearchHit
 
-TIMEOUT = 10.0  # seconds for one answer: a shard slower than this fails the search, saying which
+T = TypeVar("T")
+
+TIMEOUT = 10.0  # seconds to connect, and between two reads of an answer: a slower shard fails the search, saying which
 MAX_ANSWER = 64 << 20  # bytes: a page of hits with their explanations is far less
 KEPT = 4  # idle connections kept to one shard: searches running at once in a daemon
 
 
 class RemoteShard:
-    """A served shard. Its connections are kept between questions and searches (a search asks
-    three; with HTTPS each new one is a handshake): ``close()`` ends them."""
+    """A served shard, asked through one httpx.Client: its connections are kept between questions
+    and searches (a search asks three; with HTTPS each new one is a handshake); ``close()`` ends
+    them. An https:// shard is checked against the certificates of the setting tls_ca (else the
+    system's), its host name included; the environment's proxies and certificates are not used."""
 
     def __init__(self, url: str, token: str, ca: str = "") -> None:
         self.url = url.rstrip("/")
         self.token = token
         self.ca = ca  # the certificates an https:// shard is checked against (the setting tls_ca); "": the system's
-        self._idle: list[http.client.HTTPConnection] = []
+        self._client: httpx.Client | None = None  # made on the first question: loading certificates costs milliseconds
         self._lock = threading.Lock()
-        self._tls: ssl.SSLContext | None = None  # made once: loading the certificates costs milliseconds
 
     def __repr__(self) -> str:
         return f"RemoteShard({self.url!r})"
 
     def close(self) -> None:
         with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
-    def _connect(self) -> http.client.HTTPConnection:
-        parts = urlsplit(self.url)
-        if parts.scheme == "https":
-            if self._tls is None:
-                self._tls = ssl.create_default_context(cafile=self.ca or None)
-            return http.client.HTTPSConnection(parts.hostname or "", parts.port, timeout=TIMEOUT, context=self._tls)
-        return http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=TIMEOUT)
+    def _http(self) -> httpx.Client:
+        import httpx
+
+        with self._lock:
+            if self._client is None:
+                verify: ssl.SSLContext | bool = True
+                if self.url.startswith("https:"):
+                    verify = ssl.create_default_context(cafile=self.ca or None)
+                self._client = httpx.Client(
+                    verify=verify, timeout=TIMEOUT, trust_env=False,
+                    limits=httpx.Limits(max_keepalive_connections=KEPT, keepalive_expiry=None),
+                    headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.token}"})
+            return self._client
 
     def _exchange(self, what: str, body: bytes) -> tuple[int, bytes]:
-        """One question's status and answer, on a kept connection if there is one. A kept one that
-        fails (the server ended it, idle for a while, or was restarted: a reset, an EOF, a TLS
-        EOF) is replaced once: every question is a read, safe to ask again. A timeout is not asked
-        again: the shard is slow, not gone."""
-        with self._lock:
-            kept = self._idle.pop() if self._idle else None
-        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self.token}"}
-        path = (urlsplit(self.url).path or "") + "/" + what
-        while True:
-            conn = kept or self._connect()
-            try:
-                conn.request("POST", path, body, headers)
-                answer = conn.getresponse()
-                data = answer.read(MAX_ANSWER + 1)
-            except TimeoutError:
-                conn.close()
-                raise
-            except (OSError, http.client.HTTPException):
-                conn.close()
-                if kept is None:
-                    raise
-                kept = None
-                continue
-            except BaseException:
-                conn.close()
-                raise
-            put_back = False
-            if not answer.will_close and answer.isclosed():  # read to its end, and left open by the server
-                with self._lock:
-                    if len(self._idle) < KEPT:
-                        self._idle.append(conn)
-                        put_back = True
-            if not put_back:
-                conn.close()
-            return answer.status, data
+        """One question's status and answer (at most MAX_ANSWER + 1 bytes of it). A kept connection
+        the server ended meanwhile (idle, or restarted: a reset, an EOF) is replaced once: every
+        question is a read, safe to ask again. A timeout is not asked again: the shard is slow, not
+        gone; nor is a refused connection."""
+        import httpx
 
-    def _ask(self, what: str, body: dict[str, Any]) -> dict[str, Any]:
+        client = self._http()
+        for again in (True, False):
+            try:
+                with client.stream("POST", f"{self.url}/{what}", content=body) as answer:
+                    data = bytearray()
+                    for chunk in answer.iter_bytes():
+                        data += chunk
+                        if len(data) > MAX_ANSWER:
+                            break
+                    return answer.status_code, bytes(data)
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+                if not again:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _ask(self, what: str, question: wire.Question, kind: type[T]) -> T:
+        import httpx
+
         if not self.token:
             raise StoreError(f"shard {self.url}: no token to ask it with (the setting token)")
         try:
-            status, data = self._exchange(what, json.dumps(body).encode())
-        except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, a timeout, TLS, a bad URL
+            status, data = self._exchange(what, wire.encode(question))
+        except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:  # refused, a timeout, TLS, a bad URL
             raise StoreError(f"shard {self.url} cannot be reached: {exc}") from exc
-        if status != 200:
-            detail = _error_of(data)
-            if status == 400 and detail.get("code") == "bad_query":
-                raise QueryError(str(detail.get("message")), int(detail.get("position", 0)))
-            reason = "refused the token" if status in (401, 403) else f"answered {status}"
-            raise StoreError(f"shard {self.url} {reason}: {detail.get('message', http.client.responses.get(status, ''))}")
         if len(data) > MAX_ANSWER:
             raise StoreError(f"shard {self.url}: an answer over {MAX_ANSWER >> 20} MiB")
+        if status != 200:
+            try:
+                detail = wire.decode(data[:65536], wire.ErrorAnswer, "a refusal")
+            except BadMessage:
+                detail = wire.ErrorAnswer()
+            if status == 400 and detail.code == QueryError.code:
+                raise QueryError(detail.message, detail.position)
+            reason = "refused the token" if status in (401, 403) else f"answered {status}"
+            raise StoreError(f"shard {self.url} {reason}: {detail.message or _reason(status)}")
         try:
-            out = json.loads(data)
-        except ValueError as exc:
-            raise StoreError(f"shard {self.url}: an answer that is not JSON: {exc}") from exc
-        if not isinstance(out, dict):
-            raise StoreError(f"shard {self.url}: an answer that is not deskdex's")
-        return out
+            return wire.decode(data, kind, f"shard {self.url}: an answer to /{what} that is not deskdex's")
+        except BadMessage as exc:
+            raise StoreError(str(exc)) from exc
 
     def stats(self, terms: list[tuple[str, str]]) -> FixedStats:
-        out = self._ask("stats", {"terms": terms})
-        try:
-            return stats_from_json(out)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise StoreError(f"shard {self.url}: word statistics that are not deskdex's: {exc}") from exc
+        return stats_of(self._ask("stats", wire.StatsQuestion(terms), wire.WordStats))
 
     def search(self, query: str, need: int, sort: str, collapse: bool, stats: FixedStats) -> Part:
-        out = self._ask("search", {"query": query, "need": need, "sort": sort, "collapse": collapse,
-                                   "stats": stats_to_json(stats)})
+        question = wire.SearchQuestion(query, need, sort, collapse, stats_message(stats))  # type: ignore[arg-type]
+        out = self._ask("search", question, wire.SearchAnswer)
         try:
-            hits = [_hit(h) for h in out["hits"]]
-            trees: list[dict[str, Any] | None] = [t if isinstance(t, dict) else None for t in out["trees"]]
-            keys = [CopyKey.from_json(k) if k else None for k in out["keys"]]
-            if len(keys) != len(hits) or trees and len(trees) != len(hits):
-                raise ValueError("not one explanation and one key a hit")
-            if not trees:
-                trees = [None] * len(hits)
-            return Part(int(out["total"]), hits, trees, keys, int(out["num_docs"]))
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise StoreError(f"shard {self.url}: results that are not deskdex's: {exc}") from exc
+            keys = [CopyKey.from_json(list(k)) if k else None for k in out.keys]
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"shard {self.url}: copy keys that are not deskdex's: {exc}") from exc
+        trees = out.trees or [None] * len(out.hits)
+        hits: list[SearchHit] = list(out.hits)
+        return Part(out.total, hits, trees, keys, out.num_docs)
 
     def snippets(self, query: str, hits: list[SearchHit]) -> None:
         if not hits:
             return
-        out = self._ask("snippets", {"query": query, "uris": [h["uri"] for h in hits]})
-        try:
-            made = out["snippets"]
-            for h in hits:
-                if h["uri"] in made:
-                    snippet, highlights = made[h["uri"]]
-                    h["snippet"] = str(snippet or "")
-                    h["highlights"] = None if highlights is None else [[int(a), int(b)] for a, b in highlights]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise StoreError(f"shard {self.url}: snippets that are not deskdex's: {exc}") from exc
+        made = self._ask("snippets", wire.SnippetsQuestion(query, [h["uri"] for h in hits]), wire.SnippetsAnswer)
+        for h in hits:
+            if h["uri"] in made.snippets:
+                snippet, highlights = made.snippets[h["uri"]]
+                h["snippet"] = snippet or ""
+                h["highlights"] = None if highlights is None else [[a, b] for a, b in highlights]
 
 
-def _hit(h: Any) -> SearchHit:
-    if not isinstance(h, dict) or not isinstance(h.get("uri"), str):
-        raise ValueError("a hit without a URI")
-    h["score"] = float(h.get("score", 0.0))
-    for field in ("duplicates", "similar", "size"):
-        h[field] = int(h.get(field) or 0)
-    h["mtime"] = int(h.get("mtime") or 0)
-    return h  # type: ignore[return-value]
+def _reason(status: int) -> str:
+    from http import HTTPStatus
 
-
-def _error_of(data: bytes) -> dict[str, Any]:
     try:
-        detail = json.loads(data[:65536])
-        return detail if isinstance(detail, dict) else {}
+        return HTTPStatus(status).phrase
     except ValueError:
-        return {}
+        return ""

@@ -69,7 +69,7 @@ def test_refused_questions_are_one_line_each_and_no_traceback(tmp_path: Path) ->
             (_post("/stats", **{"Transfer-Encoding": "chunked"}), b"411", "a request with Content-Length"),
             (_post("/stats", b"", **{"Content-Length": str(1 << 30)}), b"413", "a request of 0 to"),
             (_post("/search", b"{not json"), b"400", "a question that is not deskdex's"),
-            (_post("/search", json.dumps({"query": 5}).encode()), b"400", "not a query"),
+            (_post("/search", json.dumps({"query": 5}).encode()), b"400", "Expected `str`, got `int` - at `$.query`"),
         ]
         for request, status, _ in refused:
             assert status in _ask(port, request)
