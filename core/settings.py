@@ -355,7 +355,12 @@ class Config:
     settings: Settings = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "settings", typed(self.values))  # a frozen dataclass's own field
+        # A frozen dataclass's own fields. A list given as a tuple (code that took it from the typed
+        # API) is held as the list a read of the file gives, so the two compare equal.
+        if any(isinstance(v, tuple) for v in self.values.values()):
+            lists = {k: list(v) if isinstance(v, tuple) else v for k, v in self.values.items()}
+            object.__setattr__(self, "values", lists)
+        object.__setattr__(self, "settings", typed(self.values))
 
     def __getitem__(self, key: str) -> Any:
         """The untyped read (``Any``), kept for code not yet converted: use ``self.settings``."""

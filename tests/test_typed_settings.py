@@ -86,6 +86,9 @@ def test_a_config_file_reads_as_typed_values(tmp_path):
     assert cfg["exclude"] == ["*.log"] and cfg["crawl.delay"] == 2.0
     again = cfg.given_over({**cfg.values, "exclude": ["*.tmp"]})
     assert again.settings.exclude == ("*.tmp",) and cfg.settings.exclude == ("*.log",)
+    # A list taken from the typed API (a tuple) and given back is the list the file holds.
+    same = cfg.given_over({**cfg.values, "exclude": cfg.settings.exclude})
+    assert same == cfg and same.values["exclude"] == ["*.log"] and same.settings == cfg.settings
 
 
 @pytest.mark.parametrize("name, value, message", [
