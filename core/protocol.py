@@ -32,6 +32,7 @@ replies with this module's own small JSON codec (see ``dumps``), json.dumps's ou
 from __future__ import annotations
 
 import codecs  # loaded with the interpreter: free
+import sys
 
 from . import errors
 
@@ -340,8 +341,9 @@ def parse_reply(line: bytes) -> Any:
 
 
 def _decode_reply(line: bytes) -> Any:
-    """A reply's JSON value: by this module's decoder (the fast path), a long one by msgspec's."""
-    if len(line) > _BIG_REPLY:
+    """A reply's JSON value: by this module's decoder (the fast path), by msgspec's when the reply
+    is long or msgspec is loaded already (the tray, after its first long reply)."""
+    if len(line) > _BIG_REPLY or "msgspec" in sys.modules:
         import msgspec
 
         try:
