@@ -14,7 +14,14 @@ PYTEST_ARGS ?=
 TEST_PROCESSES ?= 2
 PYTEST_MARKS ?=
 
-.PHONY: run test test-quick check system-deps install install-test bench clean
+# The lowest mode (docs/development.md, "Dependency ranges"): a venv of its own where every
+# dependency is at the lowest version pyproject.toml allows.
+LOWEST ?= .venv-lowest
+LOWEST_SLOW ?= tests/test_watch.py tests/test_live_burst.py tests/test_tray.py tests/test_cluster.py \
+	tests/test_cluster_crawl.py tests/test_cluster_trust.py
+
+.PHONY: run test test-quick test-lowest check system-deps install install-test install-tray install-cluster \
+	install-bench install-lowest bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,12 +30,36 @@ $(BIN)/python:
 # Strict editable mode: a tree of links (build/) on sys.path. The default mode's import hook costs
 # 8 ms at every start of the deskdex command, as much as a whole search (docs/search.md).
 EDITABLE = --config-settings editable_mode=strict
+# setuptools ends every editable install with an "Editable installation." notice that it can only
+# send as a warning (its InformationOnly class: a build backend has no other way to talk to the user),
+# and pip 26 prints a local build's warnings even with -q: a 12-line "!!" block at every `make run`.
+# That one notice is dropped by its text; any other warning of the build still shows.
+PIP = PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip
 
 install: $(BIN)/python
-	$(BIN)/pip install -q -e . $(EDITABLE)
+	$(PIP) install -q -e . $(EDITABLE)
 
+# The newest release of every dependency that pyproject.toml allows, each time (a fresh resolve, as a
+# new user gets): eager, so that an older version already in the venv is not kept.
 install-test: $(BIN)/python
-	$(BIN)/pip install -q -e '.[test]' $(EDITABLE)
+	$(PIP) install -q --upgrade --upgrade-strategy eager -e '.[test]' $(EDITABLE)
+
+# The README's optional parts, in the same strict editable mode: the tray (Qt), the cluster (Celery
+# and Redis) and the benchmarks' peers.
+install-tray install-cluster install-bench: $(BIN)/python
+	$(PIP) install -q -e '.[$(@:install-%=%)]' $(EDITABLE)
+
+# The lowest versions: uv resolves our direct dependencies (the test, tray and cluster extras too) at
+# their lower bounds and theirs at the newest that fit (--resolution lowest-direct); pip then adds
+# deskdex alone. Made anew each time, so nothing of an earlier resolve stays.
+install-lowest:
+	rm -rf $(LOWEST)
+	$(PYTHON) -m venv $(LOWEST)
+	$(LOWEST)/bin/python -m pip install -q --upgrade pip 'uv>=0.5'
+	$(LOWEST)/bin/uv pip compile --quiet pyproject.toml --extra test --extra tray --extra cluster \
+	  --resolution lowest-direct --python $(LOWEST)/bin/python -o $(LOWEST)/requirements.txt
+	$(LOWEST)/bin/uv pip install --quiet --python $(LOWEST)/bin/python -r $(LOWEST)/requirements.txt
+	PIP_NO_DEPS=1 $(MAKE) --no-print-directory VENV=$(LOWEST) install
 
 run: install
 	$(BIN)/deskdex daemon
@@ -48,6 +79,18 @@ test: system-deps
 test-quick: system-deps
 	@$(MAKE) --no-print-directory install-test
 	@$(MAKE) --no-print-directory check PYTEST_MARKS='-m "not slow and not corpus"'
+
+# The second CI mode: the tests against the lowest versions pyproject.toml allows (install-lowest), so
+# that a lower bound that no longer works fails here, not for a user whose machine has that version.
+# DESKDEX_DEPENDENCIES=lowest: tests/test_dependency_ranges.py checks each is at its bound exactly.
+# What it runs: the quick lane, then the slow tests of the parts whose libraries are the likeliest to
+# break them (live watching, the tray's Qt, Celery and Redis): docs/development.md says why not all.
+test-lowest: system-deps
+	@$(MAKE) --no-print-directory install-lowest
+	@DESKDEX_DEPENDENCIES=lowest $(MAKE) --no-print-directory check VENV=$(LOWEST) \
+	  PYTEST_MARKS='-m "not slow and not corpus"'
+	@DESKDEX_DEPENDENCIES=lowest $(MAKE) --no-print-directory check VENV=$(LOWEST) \
+	  PYTEST_MARKS='-m "slow and not corpus"' PYTEST_ARGS='$(LOWEST_SLOW)'
 
 # The suite as installed, without installing. pytest exits 5 when it collected no test: that fails.
 # Every process the suite starts inherits DESKDEX_TEST_RUN; one still carrying it once pytest has

@@ -1,6 +1,6 @@
 """The ``deskdex`` command's first step: ``deskdex search`` answered by a running daemon, with
 nothing heavy loaded; every other command, and a search no daemon answers, goes on to
-``deskdex.clients.cli``.
+``deskdex.clients.cli``. ``deskdex --version`` is answered here too, before anything else is loaded.
 
 Why: a search through the daemon takes about a millisecond, but importing argparse, json,
 platformdirs and the rest of the command line takes longer than the whole search (measured in
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 def main() -> int:
     argv = sys.argv[1:]
+    if argv[:1] == ["--version"]:  # before anything else: argparse's version action would load the whole CLI
+        print(version_line())
+        return 0
     args = parse_fast(argv)
     # --open runs a program, and -0 without --paths is a mistake: the full command line does both
     if args is not None and args["open"] is None and (args["paths"] or not args["null"]):
@@ -39,6 +42,17 @@ def main() -> int:
     from .cli import main as full
 
     return full(argv)
+
+
+def version_line() -> str:
+    """``deskdex X.Y.Z``, the installed distribution's version: the one pip and bug reports name.
+    importlib.metadata is loaded only here, since it costs more than a search through the daemon."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"deskdex {version('deskdex')}"
+    except PackageNotFoundError:  # run from a checkout that was never installed: no metadata to read
+        return "deskdex (not installed: no version metadata)"
 
 
 def socket_path(home: str | None) -> str | None:
