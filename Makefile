@@ -39,10 +39,12 @@ PIP = PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip
 install: $(BIN)/python
 	$(PIP) install -q -e . $(EDITABLE)
 
-# The newest release of every dependency that pyproject.toml allows, each time (a fresh resolve, as a
-# new user gets): eager, so that an older version already in the venv is not kept.
+# `make test` takes the newest release of every dependency that pyproject.toml allows, each time (a
+# fresh resolve, as a new user gets): eager, so that an older version already in the venv is not kept.
+# It asks the index about each one (a minute on a busy machine): test-quick keeps what the venv has.
+UPGRADE =
 install-test: $(BIN)/python
-	$(PIP) install -q --upgrade --upgrade-strategy eager -e '.[test]' $(EDITABLE)
+	$(PIP) install -q $(UPGRADE) -e '.[test]' $(EDITABLE)
 
 # The README's optional parts, in the same strict editable mode: the tray (Qt), the cluster (Celery
 # and Redis) and the benchmarks' peers.
@@ -71,7 +73,7 @@ system-deps:
 
 # In steps, each by itself (sub-makes), so that even `make -j test` checks the system first.
 test: system-deps
-	@$(MAKE) --no-print-directory install-test
+	@$(MAKE) --no-print-directory install-test UPGRADE="--upgrade --upgrade-strategy eager"
 	@$(MAKE) --no-print-directory check
 
 # The same, without the tests marked slow (daemons, workers, accounts, other programs) or corpus:
