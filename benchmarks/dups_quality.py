@@ -29,7 +29,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from deskdex.converters.convert import convert  # noqa: E402
-from deskdex.converters.source import Source, path_to_uri  # noqa: E402
+from deskdex.converters import Source  # noqa: E402
+from deskdex.paths import path_to_uri  # noqa: E402
 from deskdex.index import fingerprints as fpr  # noqa: E402
 from deskdex.index.simhash import simhash  # noqa: E402
 

@@ -205,7 +205,7 @@ def deskdex_states(deskdex: Deskdex) -> dict[str, FileState]:
             if row.status != "ok":
                 state.reasons.add(f"{'member ' if member else ''}{row.status}: {row.reason or ''}")
                 continue
-            data = catalog.get_text(row.blob) if row.blob else None
+            data = catalog.texts.get(row.blob) if row.blob else None
             doc = tagged.loads(data) if data is not None else None
             if doc is None:
                 state.reasons.add("no stored text")

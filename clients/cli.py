@@ -257,8 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=managing.cmd_service)
 
-    from deskdex.webcrawl.cli import add_commands as add_crawl
-
+    from .crawl import add_commands as add_crawl
     from .tray import add_command as add_tray
 
     add_crawl(sub, common, managing.crawl_env)

@@ -22,7 +22,7 @@ from .ask import ask_daemon, home_of
 from .reading import print_json, say
 
 if TYPE_CHECKING:
-    from deskdex.webcrawl.cli import CrawlEnv
+    from .crawl import CrawlEnv
 
 EXIT_ERROR, EXIT_USAGE = 1, 2
 
@@ -362,8 +362,9 @@ def cmd_service(args: argparse.Namespace) -> int:
 
 
 def crawl_env(args: argparse.Namespace) -> CrawlEnv:
-    from deskdex.webcrawl.cli import CrawlEnv
-    from deskdex.webcrawl.stats import STATE_FILE
+    from deskdex.webcrawl import STATE_FILE
+
+    from .crawl import CrawlEnv
 
     home = home_of(args).ensure()
 

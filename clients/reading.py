@@ -94,7 +94,7 @@ def open_with_default_app(target: str) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from deskdex.converters.source import path_to_uri
+    from deskdex.paths import path_to_uri
     from deskdex.index import Collection
 
     target = args.target
@@ -255,10 +255,10 @@ def _status_from_index(data_dir: str, failures: bool) -> dict[str, Any]:
     info: dict[str, Any] = {}
     try:
         with Collection.open(data_dir) as coll:
-            info.update(coll.catalog.counts())
-            info.update(coll.catalog.retries())
-            info.update(coll.sizes())
-            last = coll.catalog.get_meta("last_commit")
+            info.update(coll.stats.counts())
+            info.update(coll.stats.retries())
+            info.update(coll.stats.sizes())
+            last = coll.stats.last_commit()
             info["last_commit"] = float(last) if last else None
             if failures:
                 info["failures"] = reports.failures(coll)

@@ -6,19 +6,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from deskdex import lazy
+
+from .queues import CRAWL_QUEUES, crawl_queue_name
+
 if TYPE_CHECKING:
     from deskdex.settings import Config
 
+    from .app import run_worker
     from .crawling import RemoteCrawl
+    from .pool import RemotePool
+    from .status import cluster_status, describe
 
-# A crawl's requests go to one of these queues by the hash of their site (webcrawl.urls.shard_of), so
-# that a worker can be given some sites only (deskdex worker --crawl-queues) and status counts each.
-CRAWL_QUEUES = 8
-
-
-def crawl_queue_name(k: int) -> str:
-    """The Celery queue of crawl queue ``k``, 0 to CRAWL_QUEUES - 1."""
-    return f"deskdex.crawl.{k}"
+# What other packages use, besides the functions below; the Celery modules load on first use.
+__getattr__ = lazy.names(__name__, {"run_worker": ".app", "RemoteCrawl": ".crawling", "RemotePool": ".pool",
+                                    "cluster_status": ".status", "describe": ".status"})
+__all__ = [
+    "BROKER_FILE", "CRAWL_QUEUES", "LIBRARIES", "RemoteCrawl", "RemotePool", "check_setting", "cluster_status",
+    "crawl_queue_name", "describe", "record_broker", "recorded_broker", "remote_crawl", "run_worker",
+]
 
 # What ``pip install 'deskdex[cluster]'`` brings: an ImportError naming one of them says to install it.
 LIBRARIES = frozenset({"celery", "kombu", "billiard", "vine", "redis"})

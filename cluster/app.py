@@ -34,9 +34,10 @@ from deskdex.converters.limits import Limits
 from deskdex.errors import UnreadableFile
 from deskdex.webcrawl.fetch import FetchSettings
 
-from . import CRAWL_QUEUES, crawl_queue_name, wire
+from . import wire
 from .broker import redis_client
 from .fetching import fetch_task
+from .queues import CRAWL_QUEUES, crawl_queue_name
 from .worker import REPLY_PREFIX, STATE, keep_alive, push
 
 if TYPE_CHECKING:

@@ -17,8 +17,9 @@ import os
 import platform
 from collections.abc import Sequence
 
-from deskdex.converters.source import Source, check_regular, display_path, unreadable
+from deskdex.converters.source import Source, check_regular, unreadable
 from deskdex.errors import UnreadableFile
+from deskdex.paths import display_path
 
 # openat2(2), Linux 5.6: the same number on every architecture (the unified syscall table).
 _OPENAT2 = 437

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import CRAWL_QUEUES, crawl_queue_name
 from .app import QUEUE, make_app
 from .pool import BATCH_FILES, shown_url
+from .queues import CRAWL_QUEUES, crawl_queue_name
 from .redeliver import UNACKED
 
 PING_SECONDS = 1.0  # a worker busy converting answers between two files; an idle one at once

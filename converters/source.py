@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import quote, unquote_to_bytes, urlsplit
 
 from deskdex.errors import NotRegular, SizeLimit, UnreadableFile, Vanished
+from deskdex.paths import display_path, path_to_uri  # a file's two names, moved to the core
 
 if TYPE_CHECKING:
     from .privilege import RunAs
@@ -142,24 +143,9 @@ def unreadable(path: str, exc: OSError) -> UnreadableFile:
     return UnreadableFile(f"{exc.strerror or exc}: {shown}")
 
 
-# File names are bytes. Python gives those that are not UTF-8 (old archives, USB sticks) as str
-# with lone surrogates (PEP 383), which no UTF-8 codec, SQLite or tantivy accepts. So a file has
-# two names: its URI, which percent-encodes the exact bytes and is how the index finds the file
-# again, and its display path, where such bytes show as U+FFFD, which is only ever shown.
+# A file's two names, its URI and its display path: core/paths.py (path_to_uri, display_path).
 def _raw(path: str) -> bytes:
     return path.encode("utf-8", "surrogateescape")
-
-
-def display_path(path: str) -> str:
-    """``path`` as text that can be stored and printed: bytes that are not UTF-8 shown as U+FFFD."""
-    try:
-        return _raw(path).decode("utf-8", "replace")
-    except UnicodeEncodeError:  # a surrogate that stands for no byte: not from a file system
-        return path.encode("utf-8", "replace").decode("utf-8")
-
-
-def path_to_uri(path: str) -> str:
-    return "file://" + quote(_raw(path), safe="/")
 
 
 def uri_to_path(uri: str) -> str | None:

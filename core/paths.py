@@ -147,3 +147,23 @@ def linux_runtime_dir() -> str | None:
     except OSError:
         return None
     return os.path.join(run_user, APP) if st.st_uid == os.getuid() and not st.st_mode & 0o077 else None
+
+
+# File names are bytes. Python gives those that are not UTF-8 (old archives, USB sticks) as str
+# with lone surrogates (PEP 383), which no UTF-8 codec, SQLite or tantivy accepts. So a file has
+# two names: its URI, which percent-encodes the exact bytes and is how the index finds the file
+# again, and its display path, where such bytes show as U+FFFD, which is only ever shown.
+def display_path(path: str) -> str:
+    """``path`` as text that can be stored and printed: bytes that are not UTF-8 shown as U+FFFD."""
+    try:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that stands for no byte: not from a file system
+        return path.encode("utf-8", "replace").decode("utf-8")
+
+
+def path_to_uri(path: str) -> str:
+    """The ``file://`` URI of ``path``: its exact bytes, percent-encoded (``uri_to_path`` in
+    converters/source.py reads it back)."""
+    from urllib.parse import quote  # here: the command's fast path imports this module, not urllib
+
+    return "file://" + quote(path.encode("utf-8", "surrogateescape"), safe="/")

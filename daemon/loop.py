@@ -38,14 +38,13 @@ import os
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator
 
 from deskdex import settings
-from deskdex.converters import display_path
 from deskdex.converters.isolation import Wakeup, fork_server_idle, release_fork_server
 from deskdex.errors import ConfigError, DeskdexError, Interrupted, StoreError, StoreUnwritable
 from deskdex.index import Collection
-from deskdex.paths import folder_of
+from deskdex.paths import display_path, folder_of
 from deskdex.pipeline.coalesce import Changed, Deleted, Moved, Record, Rescan
 from deskdex.pipeline.follow import follow
 from deskdex.pipeline.indexer import Indexer, Summary, of_shard, shard_setting
@@ -55,7 +54,11 @@ from deskdex.settings import Config
 
 from .accounts import AccountWatcher
 from .crawls import CrawlScheduler
+from .retries import RetrySchedule
 from .server import SEARCHES_AT_ONCE
+from .stall import Stall
+from .views import ViewPool
+from .workqueue import IndexJob, WorkQueue
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +66,6 @@ logger = logging.getLogger(__name__)
 # set up after the event that made it known, and watchdog lists what it holds by walking it: a
 # file written into it in between (a copy, an unpacked archive) has no event of its own.
 RELOOK_AFTER = 2.0
-
-# Seconds before trying a store that cannot be written again: the first wait, doubled after each
-# failure up to the last.
-RETRY_FIRST = 1.0
-RETRY_MOST = 60.0
 
 
 def rescan_roots(rescans: Iterable[str], roots: list[str]) -> list[str]:
@@ -94,24 +92,12 @@ def rescan_roots(rescans: Iterable[str], roots: list[str]) -> list[str]:
     return sorted(out)
 
 
-class _IndexJob:
-    """``deskdex index PATH...`` handed to the running daemon: done by the main loop, the one
-    writer, between its other work; the socket thread that asked waits for the summary."""
-
-    def __init__(self, paths: list[str]) -> None:
-        self.paths = paths
-        self.done = threading.Event()
-        self.summary: Summary | None = None
-        self.error: DeskdexError | None = None
-
-
 class Daemon:
     def __init__(self, cfg: Config, system: bool = False) -> None:
         self.cfg = cfg
         self.system = system
         self.state = "starting"
-        self.stall: StoreError | None = None  # why the index cannot be written now (no traceback kept)
-        self._retry_in = 0.0  # back-off before the next try; 0 while the index can be written
+        self._stall = Stall()
         self.current: str | None = None
         self.notes: list[str] = []
         self.settings_problems: list[str] = []  # what of the config file is not used (daemon/configwatch.py)
@@ -121,41 +107,37 @@ class Daemon:
         self.started = time.time()
         self._busy_since = time.monotonic()
         self._files_left = 0  # files of the reconcile under way not yet done (part of the queue)
-        self._records: list[Record] = []
+        # What the main thread has to do; its condition also wakes it for a stop, a pause, a search.
+        self.queue = WorkQueue()
+        self._cond = self.queue.cond
         # Set with each batch the watcher hands over: a pass converting slow files wakes and takes
         # the new records in (``_intake``) rather than leave them until it is done.
         self._wakeup = Wakeup()
         self._taken: list[Record] = []  # records the pass under way took in: kept again if it stalls
-        self._rescan: set[str] = set()
-        self._jobs: list[_IndexJob] = []
-        self._relook: dict[str, float] = {}  # folders that appeared -> when to walk them once more (monotonic)
-        self._retry_asked: list[str | None] = []  # ``deskdex retry [PATH]``s not yet taken up
-        self._next_retry: float | None = None  # the earliest scheduled retry under the folders (epoch s)
-        self._cond = threading.Condition()
         self._stop = threading.Event()
         self._wakers: list[threading.Thread] = []  # joined in close()
-        self._check_accounts = False
         self._homes: set[str] = set()  # the folders watched (enterprise mode: the homes found so far)
         self._last_work = 0.0
         # A store that cannot be written at start (a full disk) stalls the daemon like one that
         # fails later: it starts, answers searches, and waits.
         self.coll = Collection.from_settings(cfg, writable=True, unwritable_ok=True)
-        # Read-only views of the index for the socket's threads, one per search that may run at once
-        # and one more: each is used by one thread at a time (its catalog connection is not shared),
-        # and a search on one never waits for another, however long that one takes.
-        self._views = [Collection.open(cfg.home.data_dir) for _ in range(SEARCHES_AT_ONCE + 1)]
-        self._free_views = list(self._views)
-        self._views_cond = threading.Condition()
+        self._views = ViewPool(cfg.home.data_dir, SEARCHES_AT_ONCE + 1)  # the socket threads' searches
         self._write_lock = threading.RLock()  # the one writer: file changes and crawled pages take turns
-        self.indexer = Indexer.from_settings(self.coll, cfg, workers=int(cfg["workers"]), idle=True, stop=self._stop)
+        self.indexer = Indexer.from_settings(self.coll, cfg, workers=cfg.settings.workers, idle=True, stop=self._stop)
         self.shard = shard_setting(cfg)  # this home's share of a sharded collection (the setting shard)
         self.limits = self.indexer.limits
+        self.retries = RetrySchedule(self.coll, self.indexer.backoff, self._stalled, self.note)
         self.watcher: Any = None
-        self.accounts = AccountWatcher(cfg["accounts"], self._ask_accounts_check) if system else None
+        self.accounts = AccountWatcher(cfg.settings.accounts, self.queue.ask_accounts_check) if system else None
         # Crawls: the configured sites' upkeep, and those clients hand over the socket (asked for
         # during the first reconcile, they wait for it).
         self.crawls = CrawlScheduler(cfg.home.config_file, cfg.home.data_dir, self.coll, self._write_lock,
                                      self.limits, cfg)
+
+    @property
+    def stall(self) -> StoreError | None:
+        """Why the index cannot be written now; None while it can."""
+        return self._stall.error
 
     # -- enterprise mode -------------------------------------------------------------------------
     def folders(self) -> list[str]:
@@ -184,15 +166,8 @@ class Daemon:
                 self.watcher.add(home)
             for home in before - after:
                 self.watcher.remove(home)
-        with self._cond:
-            self._records.extend(Deleted(home, True) for home in sorted(before - after))
-            self._rescan.update(after if changed else after - before)
-            self._cond.notify_all()
-
-    def _ask_accounts_check(self) -> None:
-        with self._cond:
-            self._check_accounts = True
-            self._cond.notify_all()
+        self.queue.add(Deleted(home, True) for home in sorted(before - after))
+        self.queue.rescan(after if changed else after - before)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -220,8 +195,7 @@ class Daemon:
             self.coll.close()
         except StoreError as exc:
             logger.warning("the last changes are not committed (%s): the next start indexes them", exc)
-        for view in self._views:
-            view.close()
+        self._views.close()
         self._wakeup.close()
 
     def run(self, watch: bool = True, once: bool = False) -> None:
@@ -231,10 +205,10 @@ class Daemon:
         roots = self.folders()
         self._homes = set(roots)
         shard_server = None
-        if self.cfg["listen"] and not once:
+        if self.cfg.settings.listen and not once:
             shard_server = self._serve_shard()
         if watch and not once:
-            self.watcher = Watcher(self.enqueue, patterns=self.cfg["exclude"], attrib=self.system).start()
+            self.watcher = Watcher(self.enqueue, patterns=self.cfg.settings.exclude, attrib=self.system).start()
             if self.accounts is not None:
                 self.accounts.start()
             for root in roots:
@@ -249,7 +223,7 @@ class Daemon:
                     if once:
                         raise
                     self._stalled(exc, [], set(roots))
-                self._schedule_retries()
+                self.retries.schedule(self.folders())
             if once:
                 return
             crawls = self.crawls.start()
@@ -261,23 +235,22 @@ class Daemon:
                         self._release_if_idle()
                     if self._stop.is_set():
                         break
-                    check, self._check_accounts = self._check_accounts, False
+                    check = self.queue.take_check_accounts()
                 if check:
                     self._accounts_changed()
                 if (self.coll.failed or self.stall is not None) and not self._store_back():
                     continue
-                with self._cond:
-                    records, self._records = self._records, []
-                    rescans, self._rescan = self._rescan, set()
-                    jobs, self._jobs = self._jobs, []
-                    asked, self._retry_asked = self._retry_asked, []
-                    relooks = self._due_relooks()
+                batch = self.queue.take()
                 with self._write_lock:
                     started = time.time()
-                    retries = self._due_retries(asked, started)
-                    self.apply([*records, *retries, *relooks], rescans, relooked={r.path for r in relooks})
-                    self._schedule_retries(retries, started)
-                    for job in jobs:
+                    retries = self.retries.take_due(batch.retries_asked, self.folders(), started)
+                    if retries is None:  # stalled: asked again once the index can be written
+                        self.queue.put_back(asked=batch.retries_asked)
+                        retries = []
+                    self.apply([*batch.records, *retries, *batch.relooks], batch.rescans,
+                               relooked={r.path for r in batch.relooks})
+                    self.retries.schedule(self.folders(), retries, started)
+                    for job in batch.jobs:
                         self._run_job(job)
         except Interrupted as exc:
             logger.info("%s", exc)
@@ -286,9 +259,7 @@ class Daemon:
                 crawls.stop()
             if shard_server is not None:
                 shard_server.close()
-            with self._cond:
-                jobs, self._jobs = self._jobs, []
-            for job in jobs:  # their callers must not wait for ever
+            for job in self.queue.take_jobs():  # their callers must not wait for ever
                 job.error = Interrupted("the daemon stopped first: run `deskdex index` again")
                 job.done.set()
         self.state = "stopping"
@@ -300,36 +271,20 @@ class Daemon:
         if self.system:
             raise ConfigError("setting listen: an enterprise-mode index answers each account with what it may "
                               "read; a served shard answers with everything: remove the setting")
-        server = ShardServer(self.cfg.home.data_dir, str(self.cfg["listen"]), str(self.cfg["token"]),
-                             str(self.cfg["tls_cert"]), str(self.cfg["tls_key"])).start()
+        s = self.cfg.settings
+        server = ShardServer(self.cfg.home.data_dir, s.listen, s.token, s.tls_cert, s.tls_key).start()
         logger.info("serving this index's searches on %s", server.address)
         return server
 
     def _has_work(self) -> bool:
         # A failed collection is work too: it is tried again (with back-off) until it recovers.
         # What a user asks for by name (`deskdex index PATH`) is done even while paused.
-        return bool(self._jobs) or not self.paused and not self._battery_hold() and bool(
-            self._records or self._rescan or self._check_accounts or self.coll.failed or self._retry_asked
-            or self._retry_due() or self._relook_due())
-
-    def _relook_due(self) -> bool:
-        return any(t <= time.monotonic() for t in self._relook.values())
-
-    def _due_relooks(self) -> list[Changed]:
-        """The folders whose second look is due, as records (under the condition's lock)."""
-        now = time.monotonic()
-        due = sorted(p for p, t in self._relook.items() if t <= now)
-        for p in due:
-            del self._relook[p]
-        return [Changed(p) for p in due]
-
-    def _retry_due(self) -> bool:
-        return self._next_retry is not None and self._next_retry <= time.time()
+        return self.queue.has_jobs() or not self.paused and not self._battery_hold() and (
+            self.queue.has_work() or self.coll.failed or self.retries.due())
 
     def _battery_hold(self) -> bool:
         """True while work waits for mains power (checked only when there is work)."""
-        if self.cfg["index_on_battery"] or not (self._records or self._rescan or self._retry_asked
-                                                or self._retry_due()):
+        if self.cfg.settings.index_on_battery or not (self.queue.has_changes() or self.retries.due()):
             self.on_battery = False
             return False
         from .power import on_battery
@@ -343,21 +298,21 @@ class Daemon:
         """Something kept only for work to come: converter processes or an open tantivy index
         (a failed collection's is let go of by its recovery, not by the release timer)."""
         return (self.indexer.holding_workers or not (self.coll.suspended or self.coll.failed)
-                or not all(view.suspended for view in self._views))
+                or not self._views.suspended)
 
     def _wait_timeout(self) -> float | None:
         if self.on_battery:
             return 60.0  # look at the power supply again in a minute, only while work waits
         waits = []
         if self._holding():
-            waits.append(max(0.1, self._last_work + float(self.cfg["release_after"]) - time.monotonic()))
+            waits.append(max(0.1, self._last_work + self.cfg.settings.release_after - time.monotonic()))
         elif fork_server_idle():
-            waits.append(max(0.1, self._last_work + float(self.cfg["warm_for"]) - time.monotonic()))
-        if self._relook and not self.paused:
-            waits.append(max(0.05, min(self._relook.values()) - time.monotonic()))
-        if self._next_retry is not None and not self.paused:
-            # At most an hour: the wait's clock stops while the computer sleeps, the retry's does not.
-            waits.append(min(3600.0, max(0.1, self._next_retry - time.time())))
+            waits.append(max(0.1, self._last_work + self.cfg.settings.warm_for - time.monotonic()))
+        relook, retry = self.queue.next_relook(), self.retries.wait()
+        if relook is not None and not self.paused:
+            waits.append(max(0.05, relook - time.monotonic()))
+        if retry is not None and not self.paused:
+            waits.append(retry)
         return min(waits) if waits else None  # nothing to do, nothing held: sleep until something happens
 
     def _release_if_idle(self) -> None:
@@ -365,9 +320,9 @@ class Daemon:
         and caches); all come back on the next change or search. After ``warm_for`` the fork server
         the converters start from ends too. Then nothing runs at all."""
         quiet = time.monotonic() - self._last_work
-        if not self._holding() and quiet >= float(self.cfg["warm_for"]):
+        if not self._holding() and quiet >= self.cfg.settings.warm_for:
             release_fork_server()
-        if not self._holding() or quiet < float(self.cfg["release_after"]):
+        if not self._holding() or quiet < self.cfg.settings.release_after:
             return
         self.indexer.release()
         with self._write_lock:
@@ -378,23 +333,14 @@ class Daemon:
                 self._stalled(exc)
             except StoreError as exc:
                 self.note(f"could not commit: {exc}")
-        with self._views_cond:  # those in use are let go of next time: the main thread never waits for a search
-            for view in self._free_views:
-                view.suspend()
+        self._views.suspend()
 
     @contextmanager
     def reading(self) -> Iterator[Collection]:
         """A read-only view of the index, for the socket's threads, theirs alone meanwhile; a use
         counts as work, so the release timer runs again."""
-        with self._views_cond:
-            self._views_cond.wait_for(lambda: self._free_views)
-            view = self._free_views.pop()
-        try:
+        with self._views.view() as view:
             yield view
-        finally:
-            with self._views_cond:
-                self._free_views.append(view)
-                self._views_cond.notify()
         with self._cond:
             self._last_work = time.monotonic()
             self._cond.notify_all()
@@ -409,20 +355,13 @@ class Daemon:
         reconcile under way not done yet."""
         gathering = self.watcher.pending if self.watcher is not None else 0  # its lock, not ours
         with self._cond:
-            return gathering + len(self._records) + len(self._rescan) + len(self._relook) + self._files_left
+            return gathering + len(self.queue) + self._files_left
 
     # -- input -------------------------------------------------------------------------------------
     def enqueue(self, records: list[Record]) -> None:
         """Called by the watcher with each settled batch."""
-        with self._cond:
-            for r in records:
-                if isinstance(r, Rescan):
-                    self._rescan.add(r.path)
-                    if r.reason in ("overflow", "watch_limit", "unwatchable"):
-                        self.note(f"live watching lost events ({r.reason}) under {r.path}: fell back to a scan")
-                else:
-                    self._records.append(r)
-            self._cond.notify_all()
+        for r in self.queue.add(records):
+            self.note(f"live watching lost events ({r.reason}) under {r.path}: fell back to a scan")
         self._wakeup.set()
 
     def note(self, text: str) -> None:
@@ -432,19 +371,18 @@ class Daemon:
     def index_paths(self, paths: list[str]) -> Summary:
         """Index ``paths`` once (from a socket thread): queued for the main loop, which is the one
         writer; returns its summary, or raises what stopped it."""
-        job = _IndexJob(paths)
+        job = IndexJob(paths)
         with self._cond:
             if self._stop.is_set():
                 raise Interrupted("the daemon is stopping")
-            self._jobs.append(job)
-            self._cond.notify_all()
+            self.queue.submit(job)
         job.done.wait()
         if job.error is not None:
             raise job.error
         assert job.summary is not None
         return job.summary
 
-    def _run_job(self, job: _IndexJob) -> None:
+    def _run_job(self, job: IndexJob) -> None:
         try:
             job.summary = self.reconcile(job.paths)
         except Interrupted as exc:
@@ -467,9 +405,7 @@ class Daemon:
 
     def retry(self, path: str | None) -> None:
         """Try the transient failures at or under ``path`` (None: all) again now."""
-        with self._cond:
-            self._retry_asked.append(path)
-            self._cond.notify_all()
+        self.queue.ask_retry(path)
 
     def add_folder(self, path: str) -> None:
         """Watch one more folder (kept in the config file) and index it."""
@@ -481,18 +417,14 @@ class Daemon:
         self._set("folders", folders + [path])
         if self.watcher is not None:
             self.watcher.add(path)
-        with self._cond:
-            self._rescan.add(path)
-            self._cond.notify_all()
+        self.queue.rescan([path])
 
     def remove_folder(self, path: str) -> None:
         """Stop watching a folder (in the config file too) and drop its documents."""
         self._set("folders", [f for f in self.cfg.configured_folders() if f != path])
         if self.watcher is not None:
             self.watcher.remove(path)
-        with self._cond:
-            self._records.append(Deleted(path, True))
-            self._cond.notify_all()
+        self.queue.add([Deleted(path, True)])
 
     def changeable_folders(self) -> list[str]:
         """The folders clients add to and remove from: the configured ones, and (a user's daemon)
@@ -504,9 +436,7 @@ class Daemon:
         self._set("exclude", patterns)
         if self.watcher is not None:
             self.watcher.set_patterns(patterns)
-        with self._cond:
-            self._rescan.update(self.folders())  # newly excluded files leave, re-included ones come back
-            self._cond.notify_all()
+        self.queue.rescan(self.folders())  # newly excluded files leave, re-included ones come back
 
     def _set(self, key: str, values: list[str]) -> None:
         settings.save(self.cfg.home, {key: values})
@@ -518,22 +448,17 @@ class Daemon:
     def _stalled(self, exc: StoreError, records: list[Record] | None = None, rescans: set[str] | None = None) -> None:
         """The index could not be written: keep the work for later (it is done again from the
         start), say why in ``status``, and wait longer than last time before the next try."""
-        with self._cond:
-            self._records[:0] = records or []
-            self._rescan.update(rescans or ())
-        first = not self._retry_in
-        self._retry_in = RETRY_FIRST if first else min(RETRY_MOST, self._retry_in * 2)
-        self.stall = type(exc)(str(exc))
+        self.queue.put_back(records or [], rescans or ())
         self.state = "stalled"
-        if first:
+        if self._stall.failed(exc):
             self.note(f"indexing stalled: {exc}")
         else:
-            logger.info("still stalled (%s): next try in %g s", exc.condition, self._retry_in)
+            logger.info("still stalled (%s): next try in %g s", exc.condition, self._stall.retry_in)
 
     def _store_back(self) -> bool:
         """After the back-off, roll the failed collection back and try it again. True when it
         can be written (the work kept is done next); False when stopped or still failing."""
-        if self._retry_in and self._stop.wait(self._retry_in):
+        if not self._stall.wait(self._stop):
             return False
         if self.coll.failed:  # a stall outside the store (the broker) left it as it was
             with self._write_lock:
@@ -542,57 +467,11 @@ class Daemon:
                 except StoreError as exc:
                     self._stalled(exc)
                     return False
-        if self.stall is not None:
-            logger.info("no longer %s: catching up", self.stall.condition)
-            self.stall = None
+        ended = self._stall.over()
+        if ended is not None:
+            logger.info("no longer %s: catching up", ended.condition)
             self.state = "indexing"
         return True
-
-    # -- failures tried again ------------------------------------------------------------------------
-    def _due_retries(self, asked: list[str | None], now: float) -> list[Record]:
-        """The files under the watched folders whose failure is to be tried again now (those
-        ``asked`` for made due first), as changes to apply."""
-        try:
-            for path in asked:
-                self.coll.retry_now(None if path is None else [path], now)
-            scheduled = self.coll.scheduled_retries(self.folders())
-            due: list[Record] = [Changed(path) for _, path, at in scheduled if at <= now]
-        except StoreUnwritable as exc:
-            self._stalled(exc)
-            with self._cond:
-                self._retry_asked[:0] = asked
-            return []
-        except StoreError as exc:
-            self.note(f"could not look for failed files to try again: {exc}")
-            return []
-        if due:
-            logger.info("trying %d failed files again", len(due))
-        return due
-
-    def _schedule_retries(self, tried: Sequence[Record] = (), started: float = 0.0) -> None:
-        """When to wake up for the next retry. A failure still due after a pass that tried it
-        (left alone, e.g. excluded) waits its first back-off again, so that nothing spins."""
-        if self.coll.failed:
-            return  # the work is kept and done again once the index can be written
-        tried_paths = {r.path for r in tried if isinstance(r, Changed)}
-        try:
-            scheduled = self.coll.scheduled_retries(self.folders())
-            nxt: float | None = None
-            for uri, path, at in scheduled:
-                if at <= started and path in tried_paths:
-                    at = started + self.indexer.backoff(1)
-                    self.coll.set_retry(uri, at)
-                nxt = at if nxt is None else min(nxt, at)
-            self.coll.commit()
-        except StoreUnwritable as exc:
-            self._stalled(exc)
-            return
-        except StoreError as exc:
-            self.note(f"could not schedule the next try of failed files: {exc}")
-            nxt = None
-        self._next_retry = nxt
-        if nxt is not None:
-            logger.debug("next try of a failed file at %s", time.ctime(nxt))
 
     # -- applying changes ----------------------------------------------------------------------------
     def reconcile(self, roots: list[str]) -> Summary:
@@ -606,7 +485,7 @@ class Daemon:
                 self.note(f"{r} is missing (unmounted?): its documents are kept, marked offline")
         self.offline -= set(present)
         self._fresh_access()
-        files = of_shard(self.indexer.scan(present, self.cfg["exclude"]), self.shard)
+        files = of_shard(self.indexer.scan(present, self.cfg.settings.exclude), self.shard)
         self.state = "indexing"
         self._files_left = len(files)
         try:
@@ -625,7 +504,7 @@ class Daemon:
     def _progress(self, n: int, path: str) -> None:
         self.current = display_path(path)
         self._files_left = max(0, self._files_left - n)
-        budget = float(self.cfg["cpu_budget"])
+        budget = self.cfg.settings.cpu_budget
         if 0 < budget < 100:
             # A duty cycle: after busy time t, rest t * (100 / budget - 1).
             busy = time.monotonic() - self._busy_since
@@ -640,7 +519,7 @@ class Daemon:
         path in ``relooked``)."""
         self.state = "indexing"
         self._busy_since = time.monotonic()  # the duty cycle's busy time starts now, not at the last reconcile
-        excluder = Excluder(self.cfg["exclude"])
+        excluder = Excluder(self.cfg.settings.exclude)
         roots = self.folders()
         self._fresh_access()
         logger.debug("applying %d records, rescans %s: %s", len(records), sorted(rescans), records)
@@ -665,7 +544,7 @@ class Daemon:
         except DeskdexError as exc:
             self.note(f"could not apply changes: {exc}")
         else:
-            self._retry_in = 0.0  # written: the next stall starts with a short wait again
+            self._stall.written()
         finally:
             self.current = None
             self._last_work = time.monotonic()
@@ -688,9 +567,7 @@ class Daemon:
         changed = of_shard(follow(self.indexer, changes, roots, excluder, walked), self.shard)
         again = [f for f in walked if f not in roots and f not in (relooked or ())]
         if again:
-            with self._cond:
-                due = time.monotonic() + RELOOK_AFTER
-                self._relook.update((folder, due) for folder in again)
+            self.queue.relook_later(again, RELOOK_AFTER)
         return changed
 
     def _intake(self, roots: list[str], excluder: Excluder) -> tuple[list[FileInfo], list[str]]:
@@ -699,10 +576,11 @@ class Daemon:
         rescan, a job, a retry, an account change), which the pass would otherwise hold up, or
         while paused or stopping."""
         with self._cond:
-            if (not self._records or self._stop.is_set() or self.paused or self.on_battery or self._rescan
-                    or self._jobs or self._retry_asked or self._check_accounts):
+            if self._stop.is_set() or self.paused or self.on_battery:
                 return [], []
-            records, self._records = self._records, []
+            records = self.queue.take_records_alone()
+        if not records:
+            return [], []
         self._taken.extend(records)
         logger.debug("taking in %d records while converting: %s", len(records), records)
         files = self._follow(records, roots, excluder, None)

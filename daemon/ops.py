@@ -21,7 +21,7 @@ from deskdex.index import reports
 from deskdex.index.shards import open_shards, search_shards
 from deskdex.index.remote import RemoteShard
 from deskdex.index.access import EVERYONE
-from deskdex.index.readable import ReadableClusters, may_read
+from deskdex.index.readable import may_read
 from deskdex.paths import at_or_under
 from deskdex.pipeline.similar import convert_one, near_duplicates
 
@@ -64,14 +64,14 @@ class Ops:
         d = self.daemon
         other = self._other_user(req.peer)
         with d.reading() as reader:
-            last = reader.catalog.get_meta("last_commit")
+            last = reader.stats.last_commit()
             if other:
                 # Counts of what this caller may read; none of the totals or sizes, which would
                 # move with others' private files.
                 uid = self._reader_uid(req.peer)
                 assert uid is not None
                 if self._counts_for.get(uid, (None,))[0] != last:
-                    self._counts_for[uid] = (last, reader.catalog.counts_for(uid))
+                    self._counts_for[uid] = (last, reader.stats.counts_for(uid))
                 counts = dict(self._counts_for[uid][1])
                 counts.update(dict.fromkeys(("texts", "text_bytes", "retries", "next_retry")))
                 sizes: dict[str, Any] = dict.fromkeys(("index_bytes", "store_bytes"))
@@ -79,9 +79,9 @@ class Ops:
                 if self._counts is None or self._counts[0] != last:
                     # Counting a big catalog takes a while: once per commit, not once per question
                     # (the tray asks every few seconds).
-                    self._counts = (last, reader.catalog.counts(), reader.sizes())
+                    self._counts = (last, reader.stats.counts(), reader.stats.sizes())
                 counts, sizes = dict(self._counts[1]), dict(self._counts[2])
-                counts.update(reader.catalog.retries())  # changes without a commit to tantivy: not cached
+                counts.update(reader.stats.retries())  # changes without a commit to tantivy: not cached
                 if req.args["failures"]:
                     counts["failures"] = reports.failures(reader)
         stall = d.stall
@@ -157,9 +157,7 @@ class Ops:
             elif not may_read(row.readers, uid):
                 others = []  # as for a document not indexed
             else:
-                members = ReadableClusters(reader.catalog.db, uid).component(row.uri, row.cluster or 0)
-                own = reader.catalog.doc_id(row.uri)
-                others = [r for d in members if d != own and (r := reader.catalog.row_by_id(d)) is not None]
+                others = reader.copies_readable_by(row, uid)
         return {"paths": [r.uri if "#" in r.uri else r.path for r in others]}
 
     def index(self, req: Request) -> dict[str, Any]:
@@ -174,7 +172,7 @@ class Ops:
         with self.daemon.reading() as reader:
             # What the daemon will convert: failures under its folders (`deskdex index` may have
             # recorded others, elsewhere).
-            scheduled = reader.scheduled_retries(self.daemon.folders())
+            scheduled = reader.retries.scheduled(self.daemon.folders())
         n = sum(1 for _, p, _ in scheduled if path is None or at_or_under(p, path))
         self.daemon.retry(path)
         return {"retrying": n}

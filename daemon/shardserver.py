@@ -48,7 +48,7 @@ def enterprise_index(coll: Collection, data_dir: str) -> str | None:
     documents stamped with the accounts that may read them, which only such a daemon stamps."""
     if os.path.realpath(data_dir) == os.path.realpath(SYSTEM_DATA):
         return f"{data_dir} is the home of the enterprise-mode daemon (deskdex daemon --system)"
-    if coll.catalog.has_readers():
+    if coll.stats.has_readers():
         return f"the index in {data_dir} was made by an enterprise-mode daemon (deskdex daemon --system)"
     return None
 
@@ -137,14 +137,14 @@ class ShardServer:
     def _refuse_enterprise(self, uris: list[str]) -> None:
         """Forbidden when one of ``uris`` is an enterprise-mode daemon's document: one began indexing
         this home after the server started (checked then)."""
-        if self.coll.catalog.has_readers(uris):
+        if self.coll.stats.has_readers(uris):
             raise Forbidden(_refusal(f"the index in {self.data_dir} holds an enterprise-mode daemon's documents"))
 
     def _with_lang(self, hits: list[dict[str, Any]]) -> list[Any]:
         """The hits still in the index, each with its language (snippets are made in it)."""
         out = []
         for h in hits:
-            row = self.coll.catalog.get(h["uri"])
+            row = self.coll.get(h["uri"])
             if row is not None:
                 h["lang"] = row.lang
                 out.append(h)

@@ -8,29 +8,38 @@ file system) may leave the catalog and tantivy out of step: the collection then 
 write with the same error until ``recover()``, which drops what neither committed and replays
 the ``pending`` journal (index/store.py) into tantivy. What was committed to the catalog is
 never lost; what was not is still on disk for the caller to index again.
+
+A Collection holds the parts with a job of their own: the writer's lock (index/writerlock.py), the
+failed write that stops the others (index/writeguard.py), the cluster ids documents carry
+(index/clustering.py), the failures tried again (``retries``, index/retries.py) and what ``status``
+tells (``stats``, index/stats.py); its catalog holds the text store and the retry table (index/store.py).
 """
 
 from __future__ import annotations
 
-import fcntl
-import functools
 import logging
 import os
 import shutil
 import time
-from typing import TYPE_CHECKING, AbstractSet, Callable, Concatenate, Iterable, Iterator, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 import tantivy
 
 from deskdex.converters.detect import compound_extension, extension
 from deskdex.converters.document import Document
 from deskdex.converters.limits import PARTIAL
-from deskdex.errors import IndexBusy, IndexMissing, StoreError, StoreUnwritable
+from deskdex.errors import IndexMissing, StoreError, StoreUnwritable
 
 from . import fulltext
 from .checksums import bytes_checksum, text_checksum
+from .clustering import ClusterUpkeep
+from .retries import Retries
+from .stats import Stats
 from .store import Catalog, Row
 from .storeerrors import translated
+from .writeguard import WriteGuard
+from .writeguard import writes as _writes
+from .writerlock import WriterLock
 
 if TYPE_CHECKING:
     from deskdex.settings import Config
@@ -44,31 +53,6 @@ logger = logging.getLogger(__name__)
 
 CATALOG = "catalog.sqlite"
 TANTIVY = "tantivy"
-LOCK = "writer.lock"
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _writes(method: Callable[Concatenate[Collection, P], R]) -> Callable[Concatenate[Collection, P], R]:
-    """A write to the collection: refused while an earlier failure is not recovered, and marking
-    the collection failed when it fails itself."""
-
-    @functools.wraps(method)
-    def write(self: Collection, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        if self._failed is not None:
-            kind, message = self._failed
-            raise kind(message)
-        try:
-            return method(self, *args, **kwargs)
-        except StoreError as exc:
-            # The class and message only: a kept exception would keep its traceback's frames,
-            # and with them tantivy's writer (and its lock).
-            self._failed = (type(exc), str(exc))
-            raise
-
-    return write
-
 
 class Collection:
     def __init__(self, data_dir: str, writable: bool, dup_k: int | None = None,
@@ -78,24 +62,26 @@ class Collection:
         self.data_dir = data_dir
         self.writable = writable
         self._dup_params = (dup_k, dup_min_similarity)
-        self._lock_fd: int | None = None
+        self._lock = WriterLock(data_dir)
         self._tantivy_dir = os.path.join(data_dir, TANTIVY)
         self._tantivy: tantivy.Index | None = None
         self._writer: fulltext.Writer | None = None
         self._dirty = 0
-        self._failed: tuple[type[StoreError], str] | None = None  # a failed write, until recover()
+        self.guard = WriteGuard()  # a failed write, until recover()
         self._opened = False  # _open() went through
         if writable:
             with translated(data_dir):
                 os.makedirs(data_dir, mode=0o700, exist_ok=True)
-            self._lock()
+            self._lock.acquire()
         elif not os.path.exists(os.path.join(data_dir, CATALOG)):
             raise IndexMissing(f"nothing indexed yet under {data_dir}: run `deskdex index PATH` first")
         try:
             self.catalog = Catalog(os.path.join(data_dir, CATALOG), writable)
         except BaseException:
-            self._unlock()
+            self._lock.release()
             raise
+        self.retries = Retries(self.catalog.retries, self.guard)  # failures tried again
+        self.stats = Stats(self.catalog, os.path.join(data_dir, CATALOG), self._tantivy_dir)
         try:
             self._open()
         except StoreUnwritable as exc:
@@ -103,7 +89,7 @@ class Collection:
                 self._close_stores()
                 raise
             logger.warning("the index cannot be written for now: %s", exc)
-            self._failed = (type(exc), str(exc))
+            self.guard.fail(exc)
         except BaseException:
             self._close_stores()
             raise
@@ -136,8 +122,9 @@ class Collection:
             dup_k, dup_min_similarity = self._dup_params
             self.dups = DuplicateIndex(self.catalog.db, dup_k or DEFAULT_K,
                                        dup_min_similarity if dup_min_similarity is not None else DEFAULT_MIN_SIMILARITY)
+            self._clusters = ClusterUpkeep(self.catalog, self.dups, self.document, self._index)
             if self.dups.rebuilt.docs:  # new thresholds: every cluster id may have moved
-                self._recluster(set(self.dups.rebuilt.docs))
+                self._clusters.recluster(set(self.dups.rebuilt.docs))
             self.commit()
             self.catalog.journal_in_memory(True)
         self._opened = True
@@ -150,30 +137,8 @@ class Collection:
     @classmethod
     def from_settings(cls, cfg: Config, writable: bool = False, unwritable_ok: bool = False) -> Collection:
         """The collection of ``cfg``'s home, with its duplicate thresholds."""
-        return cls(cfg.home.data_dir, writable, dup_k=int(cfg["dup_k"]),
-                   dup_min_similarity=float(cfg["dup_min_similarity"]), unwritable_ok=unwritable_ok)
-
-    def _lock(self) -> None:
-        with translated(self.data_dir):
-            fd = os.open(os.path.join(self.data_dir, LOCK), os.O_CREAT | os.O_RDWR, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 64).decode("ascii", "replace").strip() or "?"
-            os.close(fd)
-            raise IndexBusy(f"another deskdex process (pid {holder}) is writing to {self.data_dir}; "
-                            "wait for it to finish or stop it") from None
-        self._lock_fd = fd
-        try:
-            os.ftruncate(fd, 0)
-            os.write(fd, str(os.getpid()).encode())
-        except OSError:
-            pass  # only says who holds the lock (a full disk may refuse it): the lock is what counts
-
-    def _unlock(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        return cls(cfg.home.data_dir, writable, dup_k=cfg.settings.dup_k,
+                   dup_min_similarity=cfg.settings.dup_min_similarity, unwritable_ok=unwritable_ok)
 
     @property
     def index(self) -> tantivy.Index:
@@ -207,7 +172,7 @@ class Collection:
         """Commit and close; a failed collection (or a commit that fails now) keeps only what was
         committed before, and the journal repairs tantivy on the next open."""
         try:
-            if self._writer is not None and self._failed is None:
+            if self._writer is not None and not self.guard.failed:
                 self.commit()
                 self._writer = None
         finally:
@@ -217,19 +182,19 @@ class Collection:
         self._discard_writer()
         self._tantivy = None
         self.catalog.close()  # rolls back what is not committed
-        self._unlock()
+        self._lock.release()
 
     @property
     def failed(self) -> bool:
         """A write failed and ``recover()`` has not succeeded since."""
-        return self._failed is not None
+        return self.guard.failed
 
     def recover(self) -> None:
         """After a failed write: drop what was not committed, on both sides; open tantivy's writer
         again and replay the pending journal into it; then commit both, which shows they can be
         written. Raises the StoreError of a condition that still holds: try again later."""
         assert self.writable
-        self._failed = None
+        self.guard.clear()
         try:
             self.catalog.rollback()
             if self._opened:
@@ -243,7 +208,7 @@ class Collection:
             self._replay_pending()
             self.commit()
         except StoreError as exc:
-            self._failed = (type(exc), str(exc))
+            self.guard.fail(exc)
             raise
 
     def _discard_writer(self) -> None:
@@ -264,8 +229,20 @@ class Collection:
     def get(self, uri: str) -> Row | None:
         return self.catalog.get(uri)
 
+    def get_many(self, uris: list[str]) -> dict[str, Row]:
+        """The rows of those of ``uris`` that have one, by one query."""
+        return self.catalog.get_many(uris)
+
+    def descendants(self, uri: str) -> list[str]:
+        """The URIs of the members of ``uri``, and of theirs, all the way down."""
+        return self.catalog.descendants(uri)
+
+    def find_ok_by_raw_sum(self, raw_sum: str) -> Row | None:
+        """A converted file (not a member) with these bytes, if any: its text may be reused."""
+        return self.catalog.find_ok_by_raw_sum(raw_sum)
+
     def document(self, row: Row) -> Document | None:
-        data = self.catalog.get_text(row.blob) if row.blob else None
+        data = self.catalog.texts.get(row.blob) if row.blob else None
         if data is None:
             return None
         from deskdex.converters import tagged
@@ -275,7 +252,7 @@ class Collection:
         return doc
 
     def tagged_text(self, row: Row) -> str | None:
-        data = self.catalog.get_text(row.blob) if row.blob else None
+        data = self.catalog.texts.get(row.blob) if row.blob else None
         if data is None:
             return None
         text = data.decode("utf-8")
@@ -302,7 +279,7 @@ class Collection:
             row.lang = doc.meta.get("lang")
             if partial := doc.meta.get(PARTIAL):  # a limit left part of it out: listed with the failures
                 row.reason, row.error = PARTIAL, partial
-            self.catalog.put_text(row.blob, data)
+            self.catalog.texts.put(row.blob, data)
         self._store(row, doc, feats)
 
     def _store(self, row: Row, doc: Document | None, feats: Features | None = None) -> None:
@@ -323,11 +300,11 @@ class Collection:
         elif old is not None:  # with no cluster it has no duplicate rows at all (DuplicateIndex.add)
             changed = self.dups.remove(doc_id).docs
         members: dict[int, list[int]] = {}
-        row.cluster = self._carried(cluster, members)
+        row.cluster = self._clusters.carried(cluster, members)
         if row.cluster != written:  # put() wrote the row with ``written``: the same needs no UPDATE
             self.catalog.set_cluster(doc_id, row.cluster)
         self._index(row, doc)
-        self._recluster(changed | {doc_id}, {old} if old is not None else set(), skip=doc_id,
+        self._clusters.recluster(changed | {doc_id}, {old} if old is not None else set(), skip=doc_id,
                         known={doc_id: cluster}, members=members)
 
     @staticmethod
@@ -391,66 +368,10 @@ class Collection:
         for u in gone:
             self.writer.delete(u)
         self._dirty += len(gone)
-        self._recluster(changed - set(ids), before)
+        self._clusters.recluster(changed - set(ids), before)
         return len(gone)
 
-    # -- failures tried again (see Catalog; their rows change, nothing tantivy holds) ----------
-    @_writes
-    def retry_all_if_changed(self, made_by: str, reasons: Iterable[str]) -> int:
-        return self.catalog.retry_all_if_changed(made_by, reasons)
-
-    @_writes
-    def retry_now(self, under: Iterable[str] | None = None, now: float = 0.0) -> int:
-        return self.catalog.retry_now(under, now)
-
-    @_writes
-    def set_retry(self, uri: str, retry_at: float) -> None:
-        self.catalog.set_retry(uri, retry_at)
-
-    def scheduled_retries(self, under: Iterable[str] | None = None) -> list[tuple[str, str, float]]:
-        return self.catalog.scheduled_retries(under)
-
     # -- duplicate clusters -----------------------------------------------------------------
-    def _carried(self, cluster: int | None, members: dict[int, list[int]]) -> int | None:
-        """The cluster id a document of ``cluster`` carries: ``cluster``, when it holds two or more
-        documents. ``members``: the clusters' members read so far by one change, so that a
-        change reads each cluster once (cluster ids do not move while it updates the rows)."""
-        if cluster is None:
-            return None
-        if cluster not in members:
-            members[cluster] = self.dups.clusters_.members(cluster)
-        return cluster if len(members[cluster]) > 1 else None
-
-    def _recluster(self, docs: set[int], clusters_before: AbstractSet[int] = frozenset(),
-                   skip: int | None = None, known: dict[int, int | None] | None = None,
-                   members: dict[int, list[int]] | None = None) -> None:
-        """Bring the cluster id of ``docs`` (and of every member of their clusters, before and
-        after) up to date in the catalog and in tantivy. ``known``: clusters of some of ``docs``,
-        and ``members``, as ``_carried`` keeps them, read already by the caller."""
-        members = {} if members is None else members
-        cluster_of = dict(known or {})
-        for d in docs:
-            if d not in cluster_of:
-                cluster_of[d] = self.dups.cluster_of(d)
-        check = set(docs)
-        for c in set(clusters_before) | {c for d in docs if (c := cluster_of[d]) is not None}:
-            self._carried(c, members)
-            for m in members[c]:  # a member's cluster is the one it was read as a member of
-                cluster_of[m] = c
-            check.update(members[c])
-        if skip is not None:
-            check.discard(skip)
-        for d in check:
-            row = self.catalog.row_by_id(d)
-            if row is None:
-                continue
-            value = self._carried(cluster_of[d], members)
-            if row.cluster != value:
-                row.cluster = value
-                self.catalog.set_cluster(d, value)
-                self.catalog.mark_pending(row.uri)
-                self._index(row, self.document(row) if row.status == "ok" else None)
-
     def near(self, doc: Document) -> list[tuple[Row, float]]:
         """The stored exact and near-duplicates of ``doc`` (which need not be stored itself) with
         their similarity, most similar first. Works on a read-only collection too."""
@@ -467,6 +388,15 @@ class Collection:
         if row.cluster is None:
             return []
         return [r for r in self.catalog.rows("cluster=?", (row.cluster,)) if r.uri != row.uri]
+
+    def copies_readable_by(self, row: Row, uid: int) -> list[Row]:
+        """The other documents of a row's readable cluster for ``uid`` (index/readable.py): its
+        copies and similar documents ``uid`` may read, linked through documents ``uid`` may read."""
+        from .readable import ReadableClusters
+
+        members = ReadableClusters(self.catalog.db, uid).component(row.uri, row.cluster or 0)
+        own = self.catalog.doc_id(row.uri)
+        return [r for d in members if d != own and (r := self.catalog.row_by_id(d)) is not None]
 
     def _index(self, row: Row, doc: Document | None) -> None:
         assert self.writable
@@ -495,7 +425,7 @@ class Collection:
 
     @_writes
     def collect_garbage(self) -> int:
-        n = self.catalog.collect_garbage()
+        n = self.catalog.texts.collect_garbage()
         self.catalog.commit()
         return n
 
@@ -542,23 +472,6 @@ class Collection:
 
     def files_under(self, folder: str) -> Iterator[tuple[str, str, int, float]]:
         return self.catalog.files_under(folder)
-
-    # -- sizes -------------------------------------------------------------------------------
-    def sizes(self) -> dict[str, int]:
-        def size(p: str) -> int:
-            try:
-                return os.path.getsize(p)
-            except OSError:  # tantivy removed a temporary file between the listing and now
-                return 0
-
-        def du(p: str) -> int:
-            if os.path.isfile(p):
-                return size(p)
-            return sum(size(os.path.join(d, f)) for d, _, fs in os.walk(p) for f in fs)
-
-        store = sum(du(os.path.join(self.data_dir, CATALOG + s)) for s in ("", "-wal", "-shm")
-                    if os.path.exists(os.path.join(self.data_dir, CATALOG + s)))
-        return {"index_bytes": du(os.path.join(self.data_dir, TANTIVY)), "store_bytes": store}
 
 
 def _attr(s: str) -> str:

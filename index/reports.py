@@ -7,7 +7,7 @@ import sqlite3
 from typing import Any, TypedDict
 
 from deskdex.converters.limits import PARTIAL
-from deskdex.converters.source import path_to_uri
+from deskdex.paths import path_to_uri
 
 from . import fingerprints as fpr
 from .collection import Collection

@@ -258,7 +258,7 @@ def _results(coll: Collection, searcher: tantivy.Searcher, query: str, hits: lis
     out: list[SearchHit] = []
     for i, (score, d) in enumerate(docs):
         blob = _one(d, "blob")
-        snippet, highlights = maker.make(coll.catalog.open_text(blob) if blob else None,
+        snippet, highlights = maker.make(coll.catalog.texts.open(blob) if blob else None,
                                          present[i], langs[i]) if maker else ("", None)
         cluster = int(_one(d, "cluster", 0))
         members = view.component(_one(d, "uri"), cluster)
@@ -292,7 +292,7 @@ def add_snippets(coll: Collection, query: str, hits: list[SearchHit]) -> None:
     present = _present(searcher, coll.index.schema, maker, [h["uri"] for h in hits], addresses, langs)
     for i, (h, d) in enumerate(zip(hits, docs)):
         blob = _one(d, "blob")
-        h["snippet"], h["highlights"] = maker.make(coll.catalog.open_text(blob) if blob else None, present[i], langs[i])
+        h["snippet"], h["highlights"] = maker.make(coll.catalog.texts.open(blob) if blob else None, present[i], langs[i])
 
 
 def _present(searcher: tantivy.Searcher, schema: tantivy.Schema, maker: Snippets, uris: list[str],

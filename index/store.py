@@ -9,33 +9,29 @@ written there in the same transaction as its row and removed only after tantivy 
 a crash between the two is repaired on the next open (see ``Collection.open``).
 
 Every sqlite3 error met through a Catalog's connection arrives translated into deskdex.errors
-(``Connection`` below, index/storeerrors.py): a full disk is DiskFull, a lock held by another
-program StoreLocked, and so on.
+(index/sqlconn.py): a full disk is DiskFull, a lock held by another program StoreLocked, and so on.
+
+A Catalog holds the documents' rows, the ``pending`` journal and the meta table; beside them, the
+parts with a job of their own: ``texts`` (index/texts.py, the text store) and ``retries``
+(index/retrytable.py, transient failures tried again).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import operator
 import os
-import sqlite3
 import time
 from dataclasses import dataclass, fields
-from typing import IO, Any, Callable, Concatenate, Iterable, Iterator, ParamSpec, TypeVar
+from typing import Iterable, Iterator
 
-import zstandard
-
-from deskdex.converters.source import path_to_uri
 from deskdex.errors import IndexMissing, StoreError
-from deskdex.paths import folder_of
+from deskdex.paths import path_to_uri
 
-from .storeerrors import from_sqlite, translated
+from .retrytable import RetryTable
+from .sqlconn import begin, connect
+from .texts import TextStore
 
-# How long a write waits for a lock another program holds on the catalog before giving up with
-# StoreLocked. Short: the daemon's main thread waits here and must still stop on SIGTERM within
-# seconds; it waits out a longer hold itself, with back-off (daemon/loop.py).
-WRITER_WAIT = 2.0
 # The writer's page cache, in KiB (SQLite's default is 2 MiB).
 WRITER_CACHE_KIB = 16384
 
@@ -113,78 +109,6 @@ _PUT = (f"INSERT INTO docs({','.join(COLUMNS)}) VALUES({','.join('?' * len(COLUM
         + ",".join(f"{c}=excluded.{c}" for c in COLUMNS if c != "uri"))
 _values = operator.attrgetter(*COLUMNS)
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _translating(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], R]:
-    """A method of sqlite3's Connection or Cursor whose errors come out as deskdex's. A try
-    rather than ``translated()``: it runs for every row read."""
-
-    @functools.wraps(method)
-    def call(self: Connection | Cursor, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite3.Error as exc:
-            error = from_sqlite(exc, self.store_path)
-            if error is None:
-                raise
-            raise error from exc
-
-    return call
-
-
-class Connection(sqlite3.Connection):
-    """The catalog's connection: what it executes, and the cursors that returns, raise
-    StoreErrors. (sqlite3's own ``execute`` makes a plain cursor: ours make a ``Cursor``.)"""
-
-    store_path = ""
-
-    @_translating
-    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
-        cursor: sqlite3.Cursor = self.cursor(Cursor).execute(sql, parameters)
-        return cursor
-
-    @_translating
-    def executemany(self, sql: str, parameters: Iterable[Any], /) -> sqlite3.Cursor:
-        cursor: sqlite3.Cursor = self.cursor(Cursor).executemany(sql, parameters)
-        return cursor
-
-    @_translating
-    def executescript(self, script: str, /) -> sqlite3.Cursor:
-        cursor: sqlite3.Cursor = self.cursor(Cursor).executescript(script)
-        return cursor
-
-
-class Cursor(sqlite3.Cursor):
-    @property
-    def store_path(self) -> str:
-        return self.connection.store_path  # type: ignore[attr-defined, no-any-return]
-
-    execute = _translating(sqlite3.Cursor.execute)
-    executemany = _translating(sqlite3.Cursor.executemany)
-    executescript = _translating(sqlite3.Cursor.executescript)
-    fetchone = _translating(sqlite3.Cursor.fetchone)
-    fetchmany = _translating(sqlite3.Cursor.fetchmany)
-    fetchall = _translating(sqlite3.Cursor.fetchall)
-    __next__ = _translating(sqlite3.Cursor.__next__)
-
-
-def connect(path: str, read_only: bool = False) -> Connection:
-    """A connection to the catalog at ``path``; opening it may fail with a StoreError too."""
-    with translated(path):
-        if read_only:
-            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, timeout=30,
-                                 factory=Connection)
-        else:
-            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-            os.close(fd)
-            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=WRITER_WAIT,
-                                 factory=Connection)
-    db.store_path = path
-    return db
-
-
 class Catalog:
     def __init__(self, path: str, writable: bool = True) -> None:
         self.path = path
@@ -212,8 +136,8 @@ class Catalog:
         have = self._have = self._columns()
         self._select = "SELECT " + ",".join(
             c if c in have else f"{ADDED[c][1]} AS {c}" for c in COLUMNS) + " FROM docs"
-        self._zc = zstandard.ZstdCompressor(level=6)
-        self._zd = zstandard.ZstdDecompressor()
+        self.texts = TextStore(self.db)
+        self.retries = RetryTable(self.db, self.get_meta, self.set_meta, have.__contains__)
 
     def _columns(self) -> set[str]:
         return {r[1] for r in self.db.execute("PRAGMA table_info(docs)")}
@@ -264,8 +188,7 @@ class Catalog:
     # SQLite's own word on whether a transaction is open: after some errors (a full disk) it has
     # rolled the transaction back itself.
     def begin(self) -> None:
-        if not self.db.in_transaction:
-            self.db.execute("BEGIN IMMEDIATE")
+        begin(self.db)
 
     def commit(self) -> None:
         if self.db.in_transaction:
@@ -279,14 +202,6 @@ class Catalog:
     def get(self, uri: str) -> Row | None:
         r = self.db.execute(self._select + " WHERE uri=?", (uri,)).fetchone()
         return Row(*r) if r else None
-
-    def has_readers(self, uris: list[str] | None = None) -> bool:
-        """Whether any document (of ``uris``; None: of all) carries the accounts that may read it,
-        which only an enterprise-mode daemon stamps."""
-        if uris is None:
-            return self.db.execute("SELECT 1 FROM docs WHERE readers IS NOT NULL LIMIT 1").fetchone() is not None
-        return self.db.execute("SELECT 1 FROM docs WHERE uri IN (SELECT value FROM json_each(?)) "
-                               "AND readers IS NOT NULL LIMIT 1", (json.dumps(uris),)).fetchone() is not None
 
     def get_many(self, uris: list[str]) -> dict[str, Row]:
         """The rows of those of ``uris`` that have one, by one query (a folder's files looked up
@@ -343,46 +258,6 @@ class Catalog:
                             (raw_sum,)).fetchone()
         return Row(*r) if r else None
 
-    # -- transient failures, tried again -----------------------------------------------------
-    def retry_all_if_changed(self, made_by: str, reasons: Iterable[str]) -> int:
-        """When the files' failures were made by another deskdex or other limits than ``made_by``
-        says (or nothing says), make every failure of one of ``reasons`` due now, its back-off
-        started anew; remember ``made_by``. Returns how many were made due."""
-        if self.get_meta("converted_by") == made_by:
-            return 0
-        reasons = sorted(reasons)
-        self.begin()
-        cur = self.db.execute(
-            "UPDATE docs SET retry_at=0, attempts=0 WHERE status='failed' AND parent IS NULL AND source='files' "
-            f"AND reason IN ({','.join('?' * len(reasons))})", reasons)
-        self.set_meta("converted_by", made_by)
-        return cur.rowcount
-
-    def scheduled_retries(self, under: Iterable[str] | None = None) -> list[tuple[str, str, float]]:
-        """(uri, path, retry_at) of every failure to be tried again, of the files at or under the
-        paths ``under`` (None: everywhere)."""
-        rows = self.db.execute("SELECT uri, path, retry_at FROM docs WHERE retry_at IS NOT NULL").fetchall()
-        if under is None:
-            return rows
-        # Filtered here, not by a condition per folder: SQLite refuses one with thousands of
-        # terms, and an enterprise server watches a home per account. The rows come from the
-        # retry_at index (failures to try again are few).
-        folders = _folder_set(under)
-        return [r for r in rows if folder_of(r[1], folders) is not None]
-
-    def retry_now(self, under: Iterable[str] | None = None, now: float = 0.0) -> int:
-        """Make the failures to be tried again at or under ``under`` (None: all) due at ``now``."""
-        self.begin()
-        if under is None:
-            return self.db.execute("UPDATE docs SET retry_at=? WHERE retry_at IS NOT NULL", (now,)).rowcount
-        uris = [uri for uri, _, _ in self.scheduled_retries(under)]
-        self.db.executemany("UPDATE docs SET retry_at=? WHERE uri=?", ((now, uri) for uri in uris))
-        return len(uris)
-
-    def set_retry(self, uri: str, retry_at: float) -> None:
-        self.begin()
-        self.db.execute("UPDATE docs SET retry_at=? WHERE uri=? AND retry_at IS NOT NULL", (retry_at, uri))
-
     def files_under(self, folder: str) -> Iterator[tuple[str, str, int, float]]:
         """(uri, path, size, mtime) of top-level file documents under ``folder``."""
         # By URI, which holds the exact bytes of every name; the path column is for display only
@@ -396,33 +271,6 @@ class Catalog:
         for r in self.db.execute(self._select + (" WHERE " + where if where else ""), tuple(args)):
             yield Row(*r)
 
-    # -- texts -------------------------------------------------------------------------------
-    def put_text(self, key: str, tagged: bytes) -> None:
-        self.begin()
-        if self.db.execute("SELECT 1 FROM texts WHERE key=?", (key,)).fetchone() is None:
-            self.db.execute("INSERT INTO texts(key, data, size) VALUES(?,?,?)",
-                            (key, self._zc.compress(tagged), len(tagged)))
-
-    def get_text(self, key: str) -> bytes | None:
-        r = self.db.execute("SELECT data FROM texts WHERE key=?", (key,)).fetchone()
-        return self._zd.decompress(r[0]) if r else None
-
-    def open_text(self, key: str) -> IO[bytes] | None:
-        """The tagged text ``key`` as a stream, decompressed as it is read: a snippet reads no
-        further than its matches (index/snippets.py). One decompressor per stream, so that
-        searches on several threads share none."""
-        r = self.db.execute("SELECT data FROM texts WHERE key=?", (key,)).fetchone()
-        return zstandard.ZstdDecompressor().stream_reader(r[0]) if r else None
-
-    def collect_garbage(self) -> int:
-        """Drop texts no document refers to any more (indexes must not only grow)."""
-        self.begin()
-        # NOT EXISTS probes docs' blob index; NOT IN would first copy every blob into a temporary
-        # table, which the writer keeps in memory (``journal_in_memory``).
-        cur = self.db.execute("DELETE FROM texts WHERE NOT EXISTS "
-                              "(SELECT 1 FROM docs WHERE docs.blob = texts.key)")
-        return cur.rowcount
-
     # -- pending -----------------------------------------------------------------------------
     def pending(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT uri FROM pending")]
@@ -431,36 +279,7 @@ class Catalog:
         self.begin()
         self.db.executemany("DELETE FROM pending WHERE uri=?", ((u,) for u in uris))
 
-    # -- statistics --------------------------------------------------------------------------
-    def counts(self) -> dict[str, object]:
-        total = self.db.execute("SELECT count(*) FROM docs WHERE status='ok'").fetchone()[0]
-        # A file a limit cut short (reason "partial", index/collection.py) is indexed and counted
-        # with the failures too: what it left out failed.
-        failed = dict(self.db.execute(
-            "SELECT reason, count(*) FROM docs WHERE status='failed' OR reason='partial' GROUP BY reason").fetchall())
-        texts, raw = self.db.execute("SELECT count(*), coalesce(sum(size),0) FROM texts").fetchone()
-        return {"documents": total, "failed": sum(failed.values()), "failed_by_reason": failed,
-                "texts": texts, "text_bytes": raw}
-
-    def counts_for(self, uid: int) -> dict[str, object]:
-        """``counts`` of the documents ``uid`` may read alone (enterprise mode: the rows' ``readers``,
-        as the index's ``reader IN (uid, -1)`` filter reads them), without the store's totals."""
-        readable = ("readers IS NOT NULL AND (json_extract(readers, '$.everyone') = 1 OR EXISTS "
-                    "(SELECT 1 FROM json_each(readers, '$.uids') WHERE value = ?))")
-        total = self.db.execute(f"SELECT count(*) FROM docs WHERE status='ok' AND {readable}", (uid,)).fetchone()[0]
-        failed = dict(self.db.execute(
-            f"SELECT reason, count(*) FROM docs WHERE (status='failed' OR reason='partial') AND {readable} "
-            "GROUP BY reason", (uid,)).fetchall())
-        return {"documents": total, "failed": sum(failed.values()), "failed_by_reason": failed}
-
-    def retries(self) -> dict[str, object]:
-        """How many failures are to be tried again, and when the first is due (quick: an index
-        holds them, so a status asked every few seconds may ask each time)."""
-        if "retry_at" not in self._have:  # read before a writer of this version added it
-            return {"retries": 0, "next_retry": None}
-        n, first = self.db.execute("SELECT count(*), min(retry_at) FROM docs WHERE retry_at IS NOT NULL").fetchone()
-        return {"retries": n, "next_retry": first}
-
+    # -- meta -------------------------------------------------------------------------------
     def set_meta(self, key: str, value: str) -> None:
         self.begin()
         self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)", (key, value))
@@ -469,7 +288,3 @@ class Catalog:
         r = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return r[0] if r else None
 
-
-def _folder_set(paths: Iterable[str]) -> set[str]:
-    """``paths`` as ``folder_of`` looks them up: without a trailing "/"."""
-    return {p.rstrip("/") or "/" for p in paths}

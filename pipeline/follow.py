@@ -27,8 +27,7 @@ import stat
 from dataclasses import replace
 from typing import Iterable
 
-from deskdex.converters import path_to_uri
-from deskdex.paths import folder_of
+from deskdex.paths import folder_of, path_to_uri
 
 from .coalesce import Changed, Deleted, Moved
 from .indexer import Indexer

@@ -16,8 +16,9 @@ import os
 import threading
 from typing import Iterable
 
-from deskdex.converters.source import display_path, open_regular
+from deskdex.converters import open_regular
 from deskdex.errors import UnreadableFile
+from deskdex.paths import display_path
 from deskdex.settings import pattern_problem
 
 from .scan import Excluder, Spec

@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Iterator, cast
 
-from deskdex.converters import Limits, Outcome, Source, display_path, open_regular, path_to_uri, uri_to_path
+from deskdex.converters import Limits, Outcome, Source, open_regular, uri_to_path
 from deskdex.errors import TRANSIENT_REASONS, ConfigError, ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
 from deskdex.converters.detect import compound_extension, extension
 from deskdex.converters.document import Document
@@ -34,7 +34,7 @@ from deskdex.converters.ocr import unavailable
 from deskdex.converters.privilege import RunAs, as_user
 from deskdex.index import Collection, Row
 from deskdex.index.checksums import raw_checksum_of, sampled_checksum_of
-from deskdex.paths import at_or_under
+from deskdex.paths import at_or_under, display_path, path_to_uri
 
 from .progress import Progress, with_bar
 from .scan import Excluder, FileInfo, walk
@@ -320,7 +320,7 @@ class Indexer:
     def retry_if_changed(self) -> int:
         """Make every transient failure due now when deskdex, its limits or its converters changed
         since they were recorded: they may well pass now. Returns how many."""
-        n = self.coll.retry_all_if_changed(self.made_by, TRANSIENT_REASONS)
+        n = self.coll.retries.retry_all_if_changed(self.made_by, TRANSIENT_REASONS)
         self._made_by_checked = True
         if n:
             logger.info("deskdex, its limits or converters changed: trying %d failed files again", n)
@@ -363,7 +363,7 @@ class Indexer:
         stamp = self.access(path, None)
         if stamp is None or (row.owner, row.readers) == stamp:
             return False
-        for r in [row] + [c for u in self.coll.catalog.descendants(row.uri) if (c := self.coll.get(u)) is not None]:
+        for r in [row] + [c for u in self.coll.descendants(row.uri) if (c := self.coll.get(u)) is not None]:
             r.owner, r.readers = stamp
             self.coll.reuse(r, r)  # re-indexes from the stored text
         return True
@@ -431,9 +431,9 @@ class Indexer:
             return
         same = row if row is not None and row.raw_sum == raw and row.status == "ok" else None
         if same is None:
-            same = self.coll.catalog.find_ok_by_raw_sum(raw)
+            same = self.coll.find_ok_by_raw_sum(raw)
         fresh = Row(uri=uri, path=display_path(info.path), size=info.size, mtime=info.mtime, raw_sum=raw)
-        if same is not None and not self.coll.catalog.descendants(same.uri):
+        if same is not None and not self.coll.descendants(same.uri):
             settled = True
             if self.coll.reusable(fresh, same):
                 self.coll.reuse(self._stamped(fresh, uri, done=True), same)
@@ -463,7 +463,7 @@ class Indexer:
         over an unchanged folder is mostly these lookups."""
         todo = iter(files)
         while batch := [(info, path_to_uri(info.path)) for info in itertools.islice(todo, LOOKUP_BATCH)]:
-            rows = self.coll.catalog.get_many([uri for _, uri in batch])
+            rows = self.coll.get_many([uri for _, uri in batch])
             for info, uri in batch:
                 yield info, uri, rows.get(uri)
 
@@ -525,7 +525,7 @@ class Indexer:
     def _store(self, info: FileInfo, outcomes: list[Outcome], summary: Summary) -> None:
         uri = outcomes[0].uri
         raw = self._raw.pop(uri, None)
-        for child in self.coll.catalog.descendants(uri):  # members are re-derived from scratch
+        for child in self.coll.descendants(uri):  # members are re-derived from scratch
             self.coll.delete(child)
         for i, o in enumerate(outcomes):
             parent = None if i == 0 else _parent_of(o.uri)
@@ -667,8 +667,8 @@ def retry_once(cfg: Config, under: str | None, workers: int, progress: bool,
         indexer = Indexer.from_settings(coll, cfg, workers=workers, idle=False, stop=stop)
         scope = None if under is None else [under]
         indexer.retry_if_changed()
-        coll.retry_now(scope, time.time())
-        roots = sorted({path for _, path, _ in coll.scheduled_retries(scope)})
+        coll.retries.retry_now(scope, time.time())
+        roots = sorted({path for _, path, _ in coll.retries.scheduled(scope)})
         coll.commit()
         files = indexer.scan(roots)  # each root a file: gone ones are dropped by sync
         with with_bar(len(files) if progress else 0, min_total=1) as shown:

@@ -14,8 +14,8 @@ from typing import Iterable, Iterator
 
 import pathspec
 
-from deskdex.converters import display_path
 from deskdex.converters.source import special_kind
+from deskdex.paths import display_path
 
 from .mounts import pseudo_below
 

@@ -293,7 +293,7 @@ def test_a_shard_gone_silent_does_not_hold_the_others(tmp_path: Path, broker: st
 
     import redis
 
-    from deskdex.webcrawl.cli import format_summary
+    from deskdex.clients.crawl import format_summary
     from deskdex.webcrawl.urls import shard_of, site_of
 
     timeout = 4.0

@@ -21,7 +21,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from deskdex.converters import Limits, Source, convert, path_to_uri, uri_to_path
+from deskdex.converters import Limits, Source, convert, uri_to_path
+from deskdex.paths import path_to_uri
 from deskdex.errors import Interrupted, NotRegular
 from deskdex.index import Collection
 from deskdex.index.checksums import raw_checksum

@@ -49,8 +49,8 @@ def failure(d: DaemonProcess, path: Path, attempts: int, what: str) -> dict:
 def test_retries_under_any_number_of_folders(tmp_path: Path):
     """The catalog's questions about failures under the watched folders, asked with 10,000 of them
     (the daemon asks with all its folders at every pass): one term per folder was refused."""
-    from deskdex.converters.source import path_to_uri
     from deskdex.index.store import Catalog, Row
+    from deskdex.paths import path_to_uri
 
     folders = [f"/srv/homes/u{i:05d}" for i in range(FOLDERS)]
     catalog = Catalog(str(tmp_path / "catalog.sqlite"))
@@ -59,14 +59,14 @@ def test_retries_under_any_number_of_folders(tmp_path: Path):
                          ("/elsewhere/x.txt", 10.0)):
             catalog.put(Row(path_to_uri(path), path=path, status="failed", reason="timeout", attempts=1, retry_at=at))
         catalog.commit()
-        assert [r[1:] for r in catalog.scheduled_retries(folders)] == [(folders[-1] + "/held.txt", 100.0)]
-        assert catalog.scheduled_retries(folders[:-1]) == []  # u09999 only: not u099990
-        assert catalog.retry_now(folders + ["/nowhere/"], 5.0) == 1
-        assert sorted(r[1:] for r in catalog.scheduled_retries(None)) == [
+        assert [r[1:] for r in catalog.retries.scheduled(folders)] == [(folders[-1] + "/held.txt", 100.0)]
+        assert catalog.retries.scheduled(folders[:-1]) == []  # u09999 only: not u099990
+        assert catalog.retries.retry_now(folders + ["/nowhere/"], 5.0) == 1
+        assert sorted(r[1:] for r in catalog.retries.scheduled(None)) == [
             ("/elsewhere/x.txt", 10.0), (folders[-1] + "/held.txt", 5.0), ("/srv/homes/u099990/other.txt", 50.0)]
-        assert catalog.retry_now([folders[-1] + "/held.txt"], 7.0) == 1  # a file named by itself
-        assert catalog.retry_now(["/srv/homes/"], 8.0) == 2  # a trailing slash
-        assert catalog.retry_now([], 9.0) == 0
+        assert catalog.retries.retry_now([folders[-1] + "/held.txt"], 7.0) == 1  # a file named by itself
+        assert catalog.retries.retry_now(["/srv/homes/"], 8.0) == 2  # a trailing slash
+        assert catalog.retries.retry_now([], 9.0) == 0
     finally:
         catalog.close()
 

@@ -305,6 +305,6 @@ def test_a_partial_file_stays_listed_when_its_text_is_reused(tmp_path: Path) -> 
         coll.reuse(Row(uri="file:///w/copy.gnumeric", path="/w/copy.gnumeric", raw_sum="r1"), same)
         coll.commit()
         listed = {(f["path"], f["reason"], f["message"]) for f in reports.failures(coll)}
-        counts = coll.catalog.counts()
+        counts = coll.stats.counts()
     assert listed == {(p, "partial", doc.meta["partial"]) for p in ("/w/big.gnumeric", "/w/copy.gnumeric")}
     assert counts["documents"] == 2 and counts["failed_by_reason"] == {"partial": 2}

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from deskdex.converters import Block, Document, path_to_uri
+from deskdex.converters import Block, Document
+from deskdex.paths import path_to_uri
 from deskdex.converters.limits import Limits
 from deskdex.index import Collection, Row, search
 from deskdex.index.clusters import Clusters

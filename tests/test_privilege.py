@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from deskdex.converters import Limits, Source, path_to_uri
+from deskdex.converters import Limits, Source
+from deskdex.paths import path_to_uri
 from deskdex.converters.isolation import WorkerPool
 from deskdex.converters.privilege import LAZY_IMPORTS, NOBODY, RunAs, as_user
 from deskdex.converters.source import open_regular

@@ -76,7 +76,7 @@ def _work(coll: Collection, query: str, name: str) -> Snippets:
     maker = Snippets(query)
     row = coll.catalog.get(f"file:///home/u/{name}")
     assert row is not None and row.blob
-    maker.make(coll.catalog.open_text(row.blob))
+    maker.make(coll.catalog.texts.open(row.blob))
     return maker
 
 
@@ -162,5 +162,5 @@ def test_a_word_the_text_does_not_hold_is_not_looked_for(coll: Collection):
     row = coll.catalog.get("file:///home/u/long-start.txt")
     assert row is not None and row.blob
     maker = Snippets("keeper")
-    snippet, spans = maker.make(coll.catalog.open_text(row.blob), present=set())
+    snippet, spans = maker.make(coll.catalog.texts.open(row.blob), present=set())
     assert maker.work.read <= CHUNK and spans == [] and snippet.startswith("The quokka census")

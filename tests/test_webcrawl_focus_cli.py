@@ -12,7 +12,7 @@ import json
 import tomllib
 
 from deskdex.webcrawl import config as crawlconfig
-from deskdex.webcrawl.cli import CrawlEnv, add_commands
+from deskdex.clients.crawl import CrawlEnv, add_commands
 from deskdex.webcrawl.crawler import CrawlSettings, crawl
 from deskdex.webcrawl.fetch import FetchSettings
 from deskdex.webcrawl.focus import TopicClassifier

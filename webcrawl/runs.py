@@ -3,7 +3,7 @@ the daemon, which holds the index's one writer lock (daemon/crawls.py, asked ove
 build their crawls from the same request and the ``[crawl]`` settings (``plan``), run them the same
 way (``CrawlRun``: one crawl after another, counters added to the crawl state file, stoppable from
 another thread), and answer with the same summary (``summary``), which the command prints
-(deskdex.webcrawl.cli.format_summary).
+(deskdex.clients.crawl.format_summary).
 """
 
 from __future__ import annotations

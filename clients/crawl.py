@@ -27,14 +27,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from deskdex.protocol import CRAWL_STATES
-
-from . import config as crawlconfig
+from deskdex.webcrawl import config as crawlconfig
 
 # The crawler itself (httpx, the index) is imported only when a crawl command runs, so that
 # adding these commands to the main parser keeps every other deskdex command quick to start.
 if TYPE_CHECKING:
-    from .crawler import Remote
-    from .sink import KnownPage, PageSink
+    from deskdex.webcrawl import KnownPage, PageSink, Remote
 
 ACTIONS = ("status", "add", "remove", "list")
 FINAL = CRAWL_STATES[2:]  # a crawl job in one of these has ended
@@ -116,7 +114,8 @@ def run_command(args: argparse.Namespace, env: CrawlEnv) -> int:
             return 1
         return 0
     if action == "status":
-        from .stats import load_state, status
+        from deskdex.webcrawl import crawl_status as status
+        from deskdex.webcrawl import load_state
 
         # Read-only (the daemon may hold the writer lock): the state file and the catalog's pages.
         report = status(load_state(env.state_path), env.read_known_pages())
@@ -126,7 +125,7 @@ def run_command(args: argparse.Namespace, env: CrawlEnv) -> int:
 
 
 def _crawl(args: argparse.Namespace, urls: list[str], env: CrawlEnv) -> int:
-    from .runs import CrawlRequest, CrawlRun, local_texts, parse_shard, plan, progress_of, summary
+    from deskdex.webcrawl import CrawlRequest, CrawlRun, local_texts, parse_shard, plan, progress_of, summary
 
     try:
         parse_shard(args.shard)
