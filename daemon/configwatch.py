@@ -135,7 +135,7 @@ def apply(daemon: Daemon, new: Config) -> list[str]:
         for p in sorted(after - before):
             watcher.add(p)
         if "exclude" in changed:
-            watcher.set_patterns(new["exclude"])
+            watcher.set_patterns(new.settings.exclude)
     if "exclude" in changed:  # newly excluded files leave, re-included ones come back
         records += [Rescan(p, "settings") for p in sorted(after & before)]
     if records:
