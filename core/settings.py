@@ -17,8 +17,8 @@ value, what is allowed) and its default used, an item of a list that does not fi
 
 Code reads settings through the typed API: ``cfg.settings.workers``, ``cfg.settings.crawl.delay``
 (``Config.settings``, a ``Settings`` of deskdex.typed_settings, generated from ``SETTINGS``), whose
-every read mypy knows the type of. ``cfg["workers"]`` is the old untyped read (``Any``), kept only
-until the code still using it is converted; new code does not use it.
+every read mypy knows the type of. ``cfg["workers"]`` is the old untyped read (``Any``): the package
+no longer uses it (tests/test_typed_settings.py fails on one), only some older tests do.
 """
 
 from __future__ import annotations
@@ -363,7 +363,7 @@ class Config:
         object.__setattr__(self, "settings", typed(self.values))
 
     def __getitem__(self, key: str) -> Any:
-        """The untyped read (``Any``), kept for code not yet converted: use ``self.settings``."""
+        """The old untyped read (``Any``), kept for older tests: code uses ``self.settings``."""
         return self.values[key]
 
     def given_over(self, values: Mapping[str, Any]) -> Config:

@@ -1,8 +1,8 @@
 """The typed settings (issue 29): ``Config.settings`` is generated from the one settings table
 (core/typed_settings.py, by tests/settings_codegen.py) and cannot drift from it; every value in
 it has the type the table gives and lies within its bounds (a value that does not is one
-ConfigError naming the setting); mypy sees the type of each read; and the modules converted to it
-read no setting through the untyped ``cfg["name"]``. Real files on disk and a real mypy run."""
+ConfigError naming the setting); mypy sees the type of each read; and the package reads no
+setting through the untyped ``cfg["name"]``. Real files on disk and a real mypy run."""
 
 from __future__ import annotations
 
@@ -147,10 +147,6 @@ def test_mypy_sees_the_type_of_each_read(tmp_path):
     assert 'Incompatible types in assignment (expression has type "float", variable has type "str")' in p.stdout
 
 
-# The modules still reading settings through ``cfg["name"]`` (typed ``Any``), for the lead to convert.
-NOT_YET_TYPED = {"daemon/loop.py", "index/collection.py"}
-
-
 def untyped_reads() -> list[str]:
     """``cfg["name"]`` / ``config["name"]`` reads in the package's source: file:line name."""
     found = []
@@ -177,7 +173,6 @@ def _loads_settings(call: ast.Call) -> bool:
             and f.value.id in ("settings", "crawlconfig")) or (isinstance(f, ast.Name) and f.id == "load_leniently")
 
 
-def test_converted_modules_read_settings_only_through_the_typed_api():
-    reads = untyped_reads()
-    left = [r for r in reads if r.split(":")[0] not in NOT_YET_TYPED]
+def test_the_package_reads_settings_only_through_the_typed_api():
+    left = untyped_reads()
     assert not left, "untyped settings reads (use cfg.settings.NAME):\n" + "\n".join(left)
