@@ -243,9 +243,10 @@ def test_queue_counts_the_files_of_the_batch_under_way(tmp_path: Path, home: Pat
 
 
 def test_moved_out_folder_events_do_not_touch_its_old_path(tmp_path: Path):
-    """watchdog keeps watching a folder moved out of the tree, under its old path: a file deleted
-    out there is reported as deleted at the old path, where a new file of the same name may live.
-    What is on disk decides, so the new file stays."""
+    """A folder moved out of the tree must not be followed under its old path (watchdog kept watching
+    it there: a file deleted out there was reported as deleted at the old path, where a new file of
+    the same name may live). Our watcher drops its watches; and what is on disk decides anyway, so
+    the new file stays."""
     docs, outside = tmp_path / "docs", tmp_path / "outside"
     (docs / "f").mkdir(parents=True)
     outside.mkdir()
