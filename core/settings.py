@@ -17,8 +17,8 @@ value, what is allowed) and its default used, an item of a list that does not fi
 
 Code reads settings through the typed API: ``cfg.settings.workers``, ``cfg.settings.crawl.delay``
 (``Config.settings``, a ``Settings`` of deskdex.typed_settings, generated from ``SETTINGS``), whose
-every read mypy knows the type of. ``cfg["workers"]`` is the old untyped read (``Any``): the package
-no longer uses it (tests/test_typed_settings.py fails on one), only some older tests do.
+every read mypy knows the type of. There is no untyped read (``cfg["workers"]`` is a TypeError);
+``cfg.values`` is the raw mapping the file gave, for writing it back.
 """
 
 from __future__ import annotations
@@ -361,10 +361,6 @@ class Config:
             lists = {k: list(v) if isinstance(v, tuple) else v for k, v in self.values.items()}
             object.__setattr__(self, "values", lists)
         object.__setattr__(self, "settings", typed(self.values))
-
-    def __getitem__(self, key: str) -> Any:
-        """The old untyped read (``Any``), kept for older tests: code uses ``self.settings``."""
-        return self.values[key]
 
     def given_over(self, values: Mapping[str, Any]) -> Config:
         """The settings ``values`` read anew from the file, with this run's command-line ones over them."""

@@ -55,8 +55,8 @@ def test_unknown_setting_and_wrong_type_are_named(tmp_path):
             load(home)
     Path(home.config_file).write_text('folders = ["~/x"]\nworkers = 3\ntime_limit = 5\n[crawl]\ndelay = 2\n')
     cfg = load(home)
-    assert cfg["workers"] == 3 and cfg.folders() == [str(Path("~/x").expanduser())]
-    assert cfg["time_limit"] == 5.0 and isinstance(cfg["time_limit"], float) and cfg["crawl.delay"] == 2.0
+    assert cfg.settings.workers == 3 and cfg.folders() == [str(Path("~/x").expanduser())]
+    assert cfg.settings.time_limit == 5.0 and isinstance(cfg.settings.time_limit, float) and cfg.settings.crawl.delay == 2.0
 
 
 def test_protocol_md_lists_exactly_the_ops_and_codes():

@@ -324,8 +324,8 @@ def test_a_setting_that_does_not_fit_is_reported_and_ignored_by_the_lenient_load
         settings.load(home)  # the commands stay strict: they say what is wrong and stop
     problems: list[str] = []
     cfg = settings.load(home, problems)
-    assert cfg["exclude"] == [] and cfg["workers"] == 2 and cfg["folders"] == []
-    assert cfg["connections_per_user"] == 5
+    assert list(cfg.settings.exclude) == [] and cfg.settings.workers == 2 and list(cfg.settings.folders) == []
+    assert cfg.settings.connections_per_user == 5
     assert len(problems) == 5 and all(str(home.config_file) in p for p in problems)
     assert any("exclude must be a list of strings" in p for p in problems)
 
@@ -341,7 +341,7 @@ def test_a_value_that_does_not_fit_is_never_saved(tmp_path, updates):
 
 def test_exclude_add_on_the_command_line_keeps_the_file_valid(cli):
     cli.run("exclude", "add", "[\"a\"]", "x")
-    assert settings.load(Home.resolve(str(cli.home)))["exclude"] == ['["a"]', "x"]
+    assert list(settings.load(Home.resolve(str(cli.home))).settings.exclude) == ['["a"]', "x"]
 
 
 # -- the attacks, as an unprivileged account, on a real enterprise-mode daemon ------------------------------

@@ -9,6 +9,7 @@ installed command, its daemon, files on disk, Unix accounts for the enterprise c
 from __future__ import annotations
 
 import os
+import operator
 import re
 import subprocess
 from pathlib import Path
@@ -105,7 +106,7 @@ def test_a_value_out_of_bounds_is_refused_on_save_and_defaulted_on_read(tmp_path
         settings.load(home)  # the commands stay strict
     problems: list[str] = []
     cfg = settings.load(home, problems)
-    assert cfg[name] == settings.BY_NAME[name].default
+    assert operator.attrgetter(name)(cfg.settings) == settings.BY_NAME[name].default
     assert problems == [f"{home.config_file}: {name} must be from {allowed}, not {value} "
                         f"(the default {settings.BY_NAME[name].default!r} is used)"]
 
@@ -142,7 +143,7 @@ def test_a_list_keeps_its_good_items_when_one_does_not_fit(tmp_path):
     home = Home.resolve(str(tmp_path)).ensure()
     Path(home.config_file).write_text('exclude = ["*.log", "!", "[z-a]", "tmp/"]\n')
     problems: list[str] = []
-    assert settings.load(home, problems)["exclude"] == ["*.log", "tmp/"]
+    assert list(settings.load(home, problems).settings.exclude) == ["*.log", "tmp/"]
     assert len(problems) == 2 and all("(left out)" in p and "exclude" in p for p in problems), problems
 
 
@@ -279,12 +280,12 @@ def test_a_hand_edit_keeps_the_broker_given_on_the_command_line(tmp_path):
     cfg, problems = configwatch.load_for_daemon(home, system=False)
     assert problems == []
     daemon = Daemon(_with_broker(cfg, "redis://127.0.0.1:6399/0"))
-    assert daemon.cfg["broker"] == "redis://127.0.0.1:6399/0"
+    assert daemon.cfg.settings.broker == "redis://127.0.0.1:6399/0"
     config(tmp_path / "home").write_text(f'folders = ["{folder}"]\nexclude = ["*.log"]\n')
     configwatch.reload(daemon)
-    assert list(daemon.cfg["exclude"]) == ["*.log"]
-    assert daemon.cfg["broker"] == "redis://127.0.0.1:6399/0"
+    assert list(daemon.cfg.settings.exclude) == ["*.log"]
+    assert daemon.cfg.settings.broker == "redis://127.0.0.1:6399/0"
     assert not any("broker" in note for note in daemon.notes), daemon.notes
     daemon.set_excludes(["*.tmp"])  # what `deskdex exclude add` asks a running daemon
-    assert list(daemon.cfg["exclude"]) == ["*.tmp"]
-    assert daemon.cfg["broker"] == "redis://127.0.0.1:6399/0"
+    assert list(daemon.cfg.settings.exclude) == ["*.tmp"]
+    assert daemon.cfg.settings.broker == "redis://127.0.0.1:6399/0"

@@ -82,8 +82,9 @@ def test_a_config_file_reads_as_typed_values(tmp_path):
         s.workers = 3  # type: ignore[misc]
     with pytest.raises(TypeError):
         s.converters["text/x-b"] = "m:g"  # type: ignore[index]
-    # The untyped read still answers, for the code not yet converted.
-    assert cfg["exclude"] == ["*.log"] and cfg["crawl.delay"] == 2.0
+    # The untyped read is gone: every read goes through the typed object.
+    with pytest.raises(TypeError):
+        cfg["exclude"]  # type: ignore[index]
     again = cfg.given_over({**cfg.values, "exclude": ["*.tmp"]})
     assert again.settings.exclude == ("*.tmp",) and cfg.settings.exclude == ("*.log",)
     # A list taken from the typed API (a tuple) and given back is the list the file holds.
