@@ -25,7 +25,6 @@ from urllib.parse import urlsplit
 
 from deskdex.converters import Document, Limits
 from deskdex.errors import BadArgs, ConfigError, DeskdexError
-from deskdex.index.webpages import WebPages
 from deskdex.pipeline.similar import convert_one
 from deskdex.pipeline.websink import IndexSink, known_pages
 from deskdex.settings import Settings
@@ -211,7 +210,7 @@ class CrawlScheduler:
 
         host = urlsplit(url).netloc
         with self.lock:
-            pages = [p for p in known_pages(WebPages(self.coll.catalog)) if urlsplit(p.url).netloc == host]
+            pages = [p for p in known_pages(self.coll.web_pages()) if urlsplit(p.url).netloc == host]
         if not pages:
             return True
         budget = crawlconfig.load(self.config_file).settings.revisit_budget_per_day

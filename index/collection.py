@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from deskdex.settings import Config
 
     from .features import Features
+    from .webpages import WebPages
 
 # Imported where used: duplicates (numpy) and tagged text (lxml) by writers and `document()`
 # alone; a search without a daemon loads neither (docs/search.md, "How fast").
@@ -397,6 +398,12 @@ class Collection:
         members = ReadableClusters(self.catalog.db, uid).component(row.uri, row.cluster or 0)
         own = self.catalog.doc_id(row.uri)
         return [r for d in members if d != own and (r := self.catalog.row_by_id(d)) is not None]
+
+    def web_pages(self) -> WebPages:
+        """The crawler's per-URL tables, in this collection's catalog (index/webpages.py)."""
+        from .webpages import WebPages
+
+        return WebPages(self.catalog)
 
     def _index(self, row: Row, doc: Document | None) -> None:
         assert self.writable

@@ -32,7 +32,7 @@ class IndexSink:
                  owns_collection: bool = True, commit_seconds: float = 30.0) -> None:
         self.coll = coll
         self.owns_collection = owns_collection
-        self.pages = WebPages(coll.catalog)
+        self.pages = coll.web_pages()
         self.pool = WorkerPool(1, limits, idle=True)
         # Pages are searchable, and a crawl's journal in Redis forgets them, after a commit: every
         # ``commit_every`` pages, or ``commit_seconds`` (the setting) after the first page not yet committed.
