@@ -283,7 +283,10 @@ class TreeWatch:
                 except Exception:  # a bug here must not end live watching: watch again and rescan
                     logger.exception("inotify event handling failed")
                     pending.clear()
-                    self._resync(out)
+                    try:
+                        self._resync(out)
+                    except Exception:
+                        logger.exception("cannot watch the folders again")
                     out.append(FsEvent("lost", "", reason="overflow"))
             self._emit(out)
 

@@ -452,3 +452,25 @@ def _inotify_fds() -> int:
         except OSError:
             pass
     return n
+
+
+def test_a_bug_in_event_handling_asks_for_a_rescan_and_watching_goes_on(tree, monkeypatch):
+    """Not a crash of the reader thread (live watching would end silently): the watches are
+    walked again and every folder is rescanned. The bug is made by replacing one method."""
+    root, _, events, watch = tree
+    real = TreeWatch._event
+    calls = []
+
+    def buggy(self, e, out):
+        calls.append(e)
+        if len(calls) == 1:
+            raise RuntimeError("a bug")
+        return real(self, e, out)
+
+    monkeypatch.setattr(TreeWatch, "_event", buggy)
+    watch.start()
+    (root / "docs" / "first.txt").write_text("1")
+    events.wait_for(ev("lost", "", reason="overflow"))
+    (root / "docs" / "second.txt").write_text("2")
+    events.wait_for(ev("created", root / "docs" / "second.txt"))
+    assert watch._thread.is_alive()
