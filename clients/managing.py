@@ -28,7 +28,7 @@ EXIT_ERROR, EXIT_USAGE = 1, 2
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from deskdex.pipeline.indexer import index_once, shard_setting
+    from deskdex.pipeline import index_once, shard_setting
 
     missing = [p for p in args.paths if not os.path.lexists(p)]
     if missing:
@@ -38,7 +38,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     home = home_of(args)
     shard = None
     if args.shard is not None:
-        from deskdex.webcrawl.runs import parse_shard
+        from deskdex.webcrawl import parse_shard
 
         try:
             shard = parse_shard(args.shard)
@@ -135,7 +135,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
     path = os.path.abspath(os.path.expanduser(args.path)) if args.path else None
     result = ask_daemon(args, "retry", path=path)
     if result is None:
-        from deskdex.pipeline.indexer import retry_once
+        from deskdex.pipeline import retry_once
 
         cfg = settings.load(home_of(args).ensure())
         with stop_on_signal() as stop:
@@ -200,8 +200,7 @@ def format_summary(s: dict[str, Any]) -> str:
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
-    from deskdex.daemon.configwatch import load_for_daemon
-    from deskdex.daemon.run import run_daemon
+    from deskdex.daemon import load_for_daemon, run_daemon
 
     if args.system and os.geteuid() != 0:
         logging.getLogger(__name__).warning("--system without root: only what this account may read is indexed")
@@ -219,7 +218,7 @@ def _with_broker(cfg: settings.Config, broker: str | None) -> settings.Config:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from deskdex.daemon.shardserver import serve
+    from deskdex.daemon import serve_shard as serve
 
     home = home_of(args).ensure()
     cfg = settings.load(home)
@@ -244,7 +243,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from deskdex.cluster import check_setting
 
     check_setting(broker, system=False)  # ConfigError, saying what to install, without Celery
-    from deskdex.cluster.app import run_worker
+    from deskdex.cluster import run_worker
 
     return run_worker(cfg, broker, args.concurrency or os.cpu_count() or 2, name=args.name,
                       verbose=getattr(args, "verbose", False), crawl_queues=args.crawl_queues,
@@ -371,14 +370,14 @@ def crawl_env(args: argparse.Namespace) -> CrawlEnv:
     def open_sink() -> Any:
         from deskdex.converters import Limits
         from deskdex.index import Collection
-        from deskdex.pipeline.websink import IndexSink
+        from deskdex.pipeline import IndexSink
 
         cfg = settings.load(home)
         return IndexSink(Collection.from_settings(cfg, writable=True), Limits.from_settings(cfg),
                          commit_seconds=cfg.settings.commit_seconds)
 
     def known_pages() -> Any:
-        from deskdex.pipeline.websink import read_known_pages
+        from deskdex.pipeline import read_known_pages
 
         return read_known_pages(home.data_dir)
 

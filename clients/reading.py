@@ -56,8 +56,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         from contextlib import ExitStack
 
         from deskdex import settings
-        from deskdex.index import Collection
-        from deskdex.index.shards import open_shards, search_shards
+        from deskdex.index import Collection, open_shards, search_shards
 
         home = home_of(args)
         cfg = settings.load(home)
@@ -155,7 +154,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         say(f"index:     {_size(info['index_bytes'])} in {os.path.join(home.data_dir, 'tantivy')}")
         say(f"store:     {_size(info['store_bytes'])} in {os.path.join(home.data_dir, 'catalog.sqlite')}")
     if cluster is not None:
-        from deskdex.cluster.status import describe
+        from deskdex.cluster import describe
 
         say(f"cluster:   {describe(cluster)}")
     for shard in info.get("shards", []):
@@ -182,8 +181,7 @@ def _shard_status(where: str, token: str, ca: str) -> dict[str, Any]:
     from contextlib import closing
 
     from deskdex.errors import StoreError
-    from deskdex.index.remote import RemoteShard
-    from deskdex.index.shards import data_dir_of
+    from deskdex.index import RemoteShard, data_dir_of
 
     if where.startswith(("http://", "https://")):
         try:
@@ -217,7 +215,7 @@ def _cluster_state(cfg: Config, running: str = "") -> dict[str, Any] | None:
         check_setting(broker, system=False)
     except ConfigError as exc:  # Celery missing: said in place of the cluster's state
         return {"broker": "(set)", "error": f"cannot be read: {exc}"}
-    from deskdex.cluster.status import cluster_status
+    from deskdex.cluster import cluster_status
 
     return cluster_status(broker)
 
@@ -240,8 +238,7 @@ def _retried(failure: dict[str, Any]) -> str:
 def _ocr_state(home: Home) -> str:
     """Whether OCR runs here, with this home's settings (the daemon says so itself when it runs)."""
     from deskdex import settings
-    from deskdex.converters import Limits
-    from deskdex.converters.ocr import state
+    from deskdex.converters import Limits, ocr_state as state
 
     try:
         return state(Limits.from_settings(settings.load(home, problems=[])).ocr)
@@ -277,7 +274,7 @@ def _size(n: float) -> str:
 
 
 def cmd_formats(args: argparse.Namespace) -> int:
-    from deskdex.converters.registry import default_registry
+    from deskdex.converters import default_registry
 
     formats: list[dict[str, Any]] = []
     for fmt in default_registry().formats:
@@ -393,7 +390,7 @@ def _near_duplicates(args: argparse.Namespace) -> int:
         from deskdex import settings
         from deskdex.converters import Limits
         from deskdex.index import Collection
-        from deskdex.pipeline.similar import convert_one, near_duplicates
+        from deskdex.pipeline import convert_one, near_duplicates
 
         cfg = settings.load(home_of(args))
         doc = convert_one(path, Limits.from_settings(cfg))

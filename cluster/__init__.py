@@ -93,7 +93,7 @@ def remote_crawl(cfg: Config) -> RemoteCrawl | None:
     if not broker:
         return None
     check_setting(broker, system=False)
-    from deskdex.converters.limits import Limits
+    from deskdex.converters import Limits
 
     from .crawling import RemoteCrawl
 

@@ -29,10 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from celery import Celery
 
-from deskdex.converters.convert import Outcome
-from deskdex.converters.limits import Limits
+from deskdex.converters import Limits, Outcome
 from deskdex.errors import UnreadableFile
-from deskdex.webcrawl.fetch import FetchSettings
+from deskdex.webcrawl import FetchSettings
 
 from . import wire
 from .broker import redis_client
@@ -41,7 +40,7 @@ from .queues import CRAWL_QUEUES, crawl_queue_name
 from .worker import REPLY_PREFIX, STATE, keep_alive, push
 
 if TYPE_CHECKING:
-    from deskdex.converters.source import Source
+    from deskdex.converters import Source
     from deskdex.settings import Config
 
 logger = logging.getLogger(__name__)
@@ -56,7 +55,7 @@ WORKER_TRANSPORT = "deskdex.cluster.transport:Transport"
 
 def crawl_queue(site: str) -> str:
     """The queue of the crawl requests to ``site``."""
-    from deskdex.webcrawl.urls import shard_of
+    from deskdex.webcrawl import shard_of
 
     return crawl_queue_name(shard_of(site, CRAWL_QUEUES))
 

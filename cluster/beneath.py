@@ -17,7 +17,7 @@ import os
 import platform
 from collections.abc import Sequence
 
-from deskdex.converters.source import Source, check_regular, unreadable
+from deskdex.converters import Source, check_regular, unreadable
 from deskdex.errors import UnreadableFile
 from deskdex.paths import display_path
 

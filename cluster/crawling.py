@@ -33,8 +33,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from deskdex.errors import BrokerUnavailable, FetchError
-from deskdex.webcrawl.frontier import Request
-from deskdex.webcrawl.urls import site_of
+from deskdex.webcrawl import Request, site_of
 
 from . import wire
 from .app import FETCH_TASK, crawl_queue, make_app
@@ -44,9 +43,8 @@ from .pool import ATTEMPTS, shown_url
 from .worker import REPLY_PREFIX
 
 if TYPE_CHECKING:
-    from deskdex.converters.limits import Limits
-    from deskdex.webcrawl.crawler import CrawlSettings, Crawler, Fetcher
-    from deskdex.webcrawl.sink import FetchedPage, KnownPage
+    from deskdex.converters import Limits
+    from deskdex.webcrawl import CrawlSettings, Crawler, FetchedPage, Fetcher, KnownPage
 
 logger = logging.getLogger(__name__)
 

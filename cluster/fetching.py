@@ -28,10 +28,9 @@ from typing import Any
 import httpx
 
 from deskdex.errors import FetchError
-from deskdex.webcrawl.crawler import fetch_page, wants_text
-from deskdex.webcrawl.fetch import DNSCache, FetchSettings, make_client
-from deskdex.webcrawl.frontier import Frontier
-from deskdex.webcrawl.sink import FetchedPage, page_source
+from deskdex.webcrawl import (
+    DNSCache, FetchSettings, FetchedPage, Frontier, fetch_page, make_client, page_source, wants_text,
+)
 
 from . import wire
 from .worker import REPLY_PREFIX, STATE, push

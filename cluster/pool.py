@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from deskdex.converters.convert import Outcome
+from deskdex.converters import Outcome
 from deskdex.errors import BrokerUnavailable, ConverterCrashed
 
 from . import wire
@@ -23,8 +23,7 @@ from .redeliver import Redelivery
 from .worker import REPLY_PREFIX
 
 if TYPE_CHECKING:
-    from deskdex.converters.limits import Limits
-    from deskdex.converters.source import Source
+    from deskdex.converters import Limits, Source
 
 logger = logging.getLogger(__name__)
 

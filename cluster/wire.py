@@ -16,13 +16,9 @@ import math
 from typing import Any
 
 from deskdex import wire
-from deskdex.converters.convert import Outcome
-from deskdex.converters.limits import Limits, OcrOptions
-from deskdex.converters.source import Source
+from deskdex.converters import Limits, OcrOptions, Outcome, Source
 from deskdex.errors import BadMessage, DeskdexError
-from deskdex.webcrawl.fetch import FetchSettings
-from deskdex.webcrawl.frontier import Request
-from deskdex.webcrawl.sink import FetchedPage, KnownPage
+from deskdex.webcrawl import FetchSettings, FetchedPage, KnownPage, Request
 
 __all__ = ["BadMessage"]  # deskdex.errors' (code bad_message), where this module's callers look for it
 
@@ -92,8 +88,7 @@ def outcomes_to_wire(outcomes: list[Outcome]) -> list[dict[str, Any]]:
 
 def outcomes_from_wire(items: Any) -> list[Outcome]:
     from deskdex.converters import tagged
-    from deskdex.index import fingerprints
-    from deskdex.index.features import Features
+    from deskdex.index import Features, fingerprints
 
     what = "not a conversion's outcome"
     out = []

@@ -11,16 +11,15 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
-from deskdex.converters.limits import Limits, OcrOptions
-from deskdex.webcrawl.fetch import FetchSettings
+from deskdex.converters import Limits, OcrOptions
+from deskdex.webcrawl import FetchSettings
 
 from .beneath import descriptor_source, open_beneath
 
 if TYPE_CHECKING:
     import redis
 
-    from deskdex.converters.isolation import WorkerPool
-    from deskdex.converters.source import Source
+    from deskdex.converters import Source, WorkerPool
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +72,7 @@ class WorkerState:
 
     def pool(self, limits: Limits) -> WorkerPool:
         """This thread's converter pool, for ``limits`` (a pool for other limits is closed)."""
-        from deskdex.converters.isolation import WorkerPool
+        from deskdex.converters import WorkerPool
 
         held: tuple[Limits, WorkerPool] | None = getattr(self._local, "pool", None)
         if held is not None and held[0] == limits:

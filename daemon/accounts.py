@@ -17,11 +17,10 @@ from dataclasses import dataclass
 import threading
 from typing import Any, Callable, Iterable
 
-from deskdex.converters.privilege import NOBODY, RunAs
-from deskdex.index.access import AccessChecker, Principal
+from deskdex.converters import NOBODY, RunAs
+from deskdex.index import AccessChecker, Principal
 from deskdex.paths import folder_of
-from deskdex.pipeline import inotify
-from deskdex.pipeline.inotify import FolderWatch
+from deskdex.pipeline import FolderWatch, inotify
 
 logger = logging.getLogger(__name__)
 

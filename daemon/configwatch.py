@@ -34,9 +34,7 @@ from typing import TYPE_CHECKING, Any
 from deskdex import settings
 from deskdex.errors import ConfigError
 from deskdex.paths import Home
-from deskdex.pipeline import inotify
-from deskdex.pipeline.coalesce import Deleted, Record, Rescan
-from deskdex.pipeline.inotify import FolderWatch
+from deskdex.pipeline import Deleted, FolderWatch, Record, Rescan, inotify
 from deskdex.settings import Config
 
 if TYPE_CHECKING:

@@ -25,18 +25,14 @@ from urllib.parse import urlsplit
 
 from deskdex.converters import Document, Limits
 from deskdex.errors import BadArgs, ConfigError, DeskdexError
-from deskdex.pipeline.similar import convert_one
-from deskdex.pipeline.websink import IndexSink, known_pages
+from deskdex.pipeline import IndexSink, convert_one, known_pages
 from deskdex.settings import Settings
-from deskdex.webcrawl import config as crawlconfig
-from deskdex.webcrawl.sink import FetchedPage, PutResult
-from deskdex.webcrawl.stats import STATE_FILE, SiteStats
+from deskdex.webcrawl import STATE_FILE, FetchedPage, PutResult, SiteStats, config as crawlconfig
 
 if TYPE_CHECKING:
     from deskdex.index import Collection
     from deskdex.settings import Config
-    from deskdex.webcrawl.config import CrawlSite
-    from deskdex.webcrawl.runs import CrawlRequest, CrawlRun
+    from deskdex.webcrawl import CrawlRequest, CrawlRun, CrawlSite
 
 logger = logging.getLogger(__name__)
 
@@ -206,7 +202,7 @@ class CrawlScheduler:
             return self.stop_event.is_set() or waiting or self._reload
 
     def _due(self, url: str) -> bool:
-        from deskdex.webcrawl.freshness import due
+        from deskdex.webcrawl import due
 
         host = urlsplit(url).netloc
         with self.lock:
@@ -219,7 +215,7 @@ class CrawlScheduler:
     def _run(self, request: CrawlRequest, job: CrawlJob | None, site: str | None) -> CrawlRun:
         """Run ``request`` into the index to its end, or its stop: the run, with its ``total``."""
         from deskdex.cluster import remote_crawl
-        from deskdex.webcrawl.runs import CrawlRun, plan
+        from deskdex.webcrawl import CrawlRun, plan
 
         plans = plan(crawlconfig.load(self.config_file), request, self._texts)
         if not plans:
@@ -246,7 +242,7 @@ class CrawlScheduler:
         return run
 
     def _run_job(self, job: CrawlJob) -> None:
-        from deskdex.webcrawl.runs import summary
+        from deskdex.webcrawl import summary
 
         try:
             run = self._run(job.request, job, None)
@@ -264,7 +260,7 @@ class CrawlScheduler:
             job.end("done")
 
     def _run_site(self, site: CrawlSite) -> None:
-        from deskdex.webcrawl.runs import CrawlRequest
+        from deskdex.webcrawl import CrawlRequest
 
         request = CrawlRequest([site.url], site.scope, site.max_pages, site.max_depth, site.topic)
         run = self._run(request, None, site.url)
@@ -290,7 +286,7 @@ class CrawlScheduler:
 
 
 def _progress_to(job: CrawlJob) -> Callable[[SiteStats], None]:
-    from deskdex.webcrawl.runs import progress_of
+    from deskdex.webcrawl import progress_of
 
     def update(t: SiteStats) -> None:
         job.progress = progress_of(t)

@@ -41,15 +41,14 @@ from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
 
 from deskdex import settings
-from deskdex.converters.isolation import Wakeup, fork_server_idle, release_fork_server
+from deskdex.converters import Wakeup, fork_server_idle, release_fork_server
 from deskdex.errors import ConfigError, DeskdexError, Interrupted, StoreError, StoreUnwritable
 from deskdex.index import Collection
 from deskdex.paths import display_path, folder_of
-from deskdex.pipeline.coalesce import Changed, Deleted, Moved, Record, Rescan
-from deskdex.pipeline.follow import follow
-from deskdex.pipeline.indexer import Indexer, Summary, of_shard, shard_setting
-from deskdex.pipeline.progress import with_bar
-from deskdex.pipeline.scan import Excluder, FileInfo
+from deskdex.pipeline import (
+    Changed, Deleted, Excluder, FileInfo, Indexer, Moved, Record, Rescan, Summary, follow_changes as follow, of_shard,
+    shard_setting, with_bar,
+)
 from deskdex.settings import Config
 
 from .accounts import AccountWatcher
@@ -200,7 +199,7 @@ class Daemon:
 
     def run(self, watch: bool = True, once: bool = False) -> None:
         """Reconcile every folder, then apply changes until ``stop()``."""
-        from deskdex.pipeline.watch import Watcher
+        from deskdex.pipeline import Watcher
 
         roots = self.folders()
         self._homes = set(roots)

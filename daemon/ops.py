@@ -15,15 +15,11 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Callable
 
 from deskdex import protocol
-from deskdex.converters.ocr import state as ocr_state
+from deskdex.converters import ocr_state
 from deskdex.errors import BadArgs
-from deskdex.index import reports
-from deskdex.index.shards import open_shards, search_shards
-from deskdex.index.remote import RemoteShard
-from deskdex.index.access import EVERYONE
-from deskdex.index.readable import may_read
+from deskdex.index import EVERYONE, RemoteShard, may_read, open_shards, reports, search_shards
 from deskdex.paths import at_or_under
-from deskdex.pipeline.similar import convert_one, near_duplicates
+from deskdex.pipeline import convert_one, near_duplicates
 
 if TYPE_CHECKING:
     from deskdex.protocol import SearchResults
@@ -226,7 +222,7 @@ class Ops:
 
     # -- crawls: run on the daemon's crawl thread (daemon/crawls.py), never on the socket's -----------
     def crawl(self, req: Request) -> dict[str, Any]:
-        from deskdex.webcrawl.runs import CrawlRequest, parse_shard
+        from deskdex.webcrawl import CrawlRequest, parse_shard
 
         try:
             parse_shard(req.args["shard"])

@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 from deskdex.errors import StoreError, StoreUnwritable
 from deskdex.index import Collection
-from deskdex.pipeline.coalesce import Changed, Record
+from deskdex.pipeline import Changed, Record
 
 logger = logging.getLogger(__name__)
 

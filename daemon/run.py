@@ -8,7 +8,7 @@ import signal
 from typing import Sequence
 
 from deskdex.cluster import check_setting as check_broker, record_broker
-from deskdex.converters.isolation import lower_priority
+from deskdex.converters import lower_priority
 from deskdex.settings import Config
 
 from .configwatch import ConfigWatch

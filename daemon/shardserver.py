@@ -28,10 +28,7 @@ from typing import Any
 
 from deskdex import wire
 from deskdex.errors import BadMessage, ConfigError, DaemonError, DeskdexError, Forbidden, QueryError, TooLarge
-from deskdex.index import Collection
-from deskdex.index.answers import stats_message, stats_of
-from deskdex.index.search import add_snippets
-from deskdex.index.shards import shard_search, shard_stats
+from deskdex.index import Collection, add_snippets, shard_search, shard_stats, stats_message, stats_of
 from deskdex.paths import SYSTEM_DATA
 from deskdex.settings import MIN_TOKEN, parse_listen
 

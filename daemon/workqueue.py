@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from deskdex.errors import DeskdexError
-from deskdex.pipeline.coalesce import Changed, Record, Rescan
-from deskdex.pipeline.indexer import Summary
+from deskdex.pipeline import Changed, Record, Rescan, Summary
 
 # Why a watcher asks for a rescan when it lost events (pipeline/watch.py): said in ``status``.
 LOST_EVENTS = ("overflow", "watch_limit", "unwatchable")

@@ -25,9 +25,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 import tantivy
 
-from deskdex.converters.detect import compound_extension, extension
-from deskdex.converters.document import Document
-from deskdex.converters.limits import PARTIAL
+from deskdex.converters import PARTIAL, Document, compound_extension, extension
 from deskdex.errors import IndexMissing, StoreError, StoreUnwritable
 
 from . import fulltext

@@ -14,7 +14,7 @@ from .checksums import bytes_checksum, words, words_checksum
 from .simhash import MIN_WORDS, simhash_of_words
 
 if TYPE_CHECKING:
-    from deskdex.converters.convert import Outcome
+    from deskdex.converters import Outcome
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import tantivy
 
-from deskdex.converters.detect import extension
+from deskdex.converters import extension
 from deskdex.errors import IndexBusy, StoreError, StoreUnwritable
 
 from .access import reader_terms
 from .storeerrors import from_tantivy, translated
 
 if TYPE_CHECKING:
-    from deskdex.converters.document import Document
+    from deskdex.converters import Document
 
     from .store import Row
 

@@ -27,7 +27,7 @@ from typing import Callable, Protocol
 
 import tantivy
 
-from deskdex.converters.language import CODES
+from deskdex.converters import LANGUAGE_CODES as CODES
 from deskdex.errors import QueryError
 from deskdex.protocol import MAX_QUERY
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, TypedDict
 
-from deskdex.converters.limits import PARTIAL
+from deskdex.converters import PARTIAL
 from deskdex.paths import path_to_uri
 
 from . import fingerprints as fpr

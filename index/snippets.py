@@ -35,7 +35,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import IO, AbstractSet, Iterator
 
-from deskdex.converters.document import BLOCK_KINDS
+from deskdex.converters import BLOCK_KINDS
 from deskdex.errors import QueryError
 
 from . import fulltext

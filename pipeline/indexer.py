@@ -24,16 +24,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Iterator, cast
 
-from deskdex.converters import Limits, Outcome, Source, open_regular, uri_to_path
+from deskdex.converters import (
+    FORMATS_BASE, Document, Limits, Outcome, Registry, RunAs, Source, WorkerPool, as_user, compound_extension,
+    extension, ocr_unavailable as unavailable, open_regular, uri_to_path,
+)
 from deskdex.errors import TRANSIENT_REASONS, ConfigError, ConversionError, Interrupted, NotRegular, SizeLimit, Vanished
-from deskdex.converters.detect import compound_extension, extension
-from deskdex.converters.document import Document
-from deskdex.converters.isolation import WorkerPool
-from deskdex.converters.registry import FORMATS_BASE, Registry
-from deskdex.converters.ocr import unavailable
-from deskdex.converters.privilege import RunAs, as_user
-from deskdex.index import Collection, Row
-from deskdex.index.checksums import raw_checksum_of, sampled_checksum_of
+from deskdex.index import Collection, Row, raw_checksum_of, sampled_checksum_of
 from deskdex.paths import at_or_under, display_path, path_to_uri
 
 from .progress import Progress, with_bar
@@ -41,8 +37,8 @@ from .scan import Excluder, FileInfo, walk
 from .turns import FairQueue
 
 if TYPE_CHECKING:
-    from deskdex.cluster.pool import RemotePool
-    from deskdex.converters.isolation import Wakeup
+    from deskdex.cluster import RemotePool
+    from deskdex.converters import Wakeup
     from deskdex.settings import Config
 
 logger = logging.getLogger(__name__)
@@ -279,7 +275,7 @@ class Indexer:
             from deskdex.cluster import check_setting
 
             check_setting(self.broker, system=self.run_as is not None)
-            from deskdex.cluster.pool import RemotePool
+            from deskdex.cluster import RemotePool
 
             self._pool = RemotePool(self.broker, self.limits, self.redelivery)
         if self._pool is None:
@@ -641,7 +637,7 @@ def of_shard(files: list[FileInfo], shard: tuple[int, int] | None) -> list[FileI
     folder, not by file: a folder's files (a project, an album) rank and cluster together."""
     if shard is None or shard[1] <= 1:
         return files
-    from deskdex.webcrawl.urls import shard_of
+    from deskdex.webcrawl import shard_of
 
     return [f for f in files if shard_of(os.path.dirname(f.path), shard[1]) == shard[0]]
 
@@ -651,7 +647,7 @@ def shard_setting(cfg: Config) -> tuple[int, int] | None:
     text = cfg.settings.shard
     if not text:
         return None
-    from deskdex.webcrawl.runs import parse_shard
+    from deskdex.webcrawl import parse_shard
 
     try:
         return parse_shard(text)

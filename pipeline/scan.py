@@ -14,7 +14,7 @@ from typing import Iterable, Iterator
 
 import pathspec
 
-from deskdex.converters.source import special_kind
+from deskdex.converters import special_kind
 from deskdex.paths import display_path
 
 from .mounts import pseudo_below

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deskdex.converters import Limits, Source
-from deskdex.converters.document import Document
-from deskdex.converters.isolation import WorkerPool
+from deskdex.converters import Document, Limits, Source, WorkerPool
 from deskdex.index import Collection
 
 

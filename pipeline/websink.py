@@ -14,16 +14,10 @@ import os
 import time
 from typing import Iterable
 
-from deskdex.converters import Document, Limits
-from deskdex.converters.convert import Outcome
-from deskdex.converters.isolation import WorkerPool
+from deskdex.converters import Document, Limits, Outcome, WorkerPool
 from deskdex.errors import IndexMissing
-from deskdex.index import Collection, Row
-from deskdex.index.collection import CATALOG
-from deskdex.index.store import Catalog
-from deskdex.index.webpages import WebPages
-from deskdex.index.checksums import bytes_checksum, text_checksum
-from deskdex.webcrawl.sink import FetchedPage, KnownPage, PutResult, Visit, page_source, record_visit
+from deskdex.index import CATALOG, Catalog, Collection, Row, WebPages, bytes_checksum, text_checksum
+from deskdex.webcrawl import FetchedPage, KnownPage, PutResult, Visit, page_source, record_visit
 
 logger = logging.getLogger(__name__)
 

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 _WHERE = {
     "SCOPES": ".config", "CrawlConfig": ".config", "CrawlSite": ".config", "add_site": ".config",
     "remove_site": ".config",
-    "CrawlSettings": ".crawler", "Crawler": ".crawler", "Fetcher": ".crawler", "Remote": ".crawler", "crawl": ".crawler",
-    "fetch_page": ".crawler", "wants_text": ".crawler",
+    "CrawlSettings": ".crawler", "Crawler": ".crawler", "Fetcher": ".crawler", "Remote": ".crawler",
+    "crawl": ".crawler", "fetch_page": ".crawler", "wants_text": ".crawler",
     "DNSCache": ".fetch", "FetchSettings": ".fetch", "make_client": ".fetch",
     "due": ".freshness",
     "Frontier": ".frontier", "Request": ".frontier",

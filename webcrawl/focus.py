@@ -12,7 +12,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from deskdex.index.checksums import normalise
+from deskdex.index import normalise
 
 STOP = frozenset("""a an and are as at be but by for from has have he her his i in is it its of on or our she that the
 their them there they this to was we were what when which who will with you your not no can all any more most other

@@ -8,9 +8,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from deskdex.converters import decode_text as decode, parse_html as parse
 from deskdex.errors import ConversionError
-from deskdex.converters.html import parse
-from deskdex.converters.textcodec import decode
 
 from .urls import normalise
 

@@ -150,7 +150,6 @@ def progress_of(t: SiteStats) -> dict[str, int]:
 
 def local_texts(paths: list[str]) -> list[str]:
     """The texts of example documents, converted in this process (the command's, not a daemon's)."""
-    from deskdex.converters.convert import convert
-    from deskdex.converters.source import Source
+    from deskdex.converters import Source, convert
 
     return [o.document.text() for f in paths for o in convert(Source.from_path(f)) if o.document]

@@ -12,10 +12,10 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Protocol, runtime_checkable
 
-from deskdex.index.checksums import normalise
+from deskdex.index import normalise
 
 if TYPE_CHECKING:
-    from deskdex.converters.source import Source
+    from deskdex.converters import Source
 
 PutResult = Literal["stored", "unchanged", "duplicate"]
 
@@ -92,7 +92,7 @@ def shingles(text: str, n: int = 4) -> set[int]:
 
 def page_source(page: FetchedPage) -> "Source":
     """The page as a file to convert: the same name and type wherever it is converted."""
-    from deskdex.converters.source import Source
+    from deskdex.converters import Source
 
     mime = page.content_type + (f"; charset={page.charset}" if page.charset else "")
     name = page.final_url.split("?", 1)[0].rsplit("/", 1)[-1] or "index.html"
@@ -103,7 +103,7 @@ def page_source(page: FetchedPage) -> "Source":
 
 def text_of(page: FetchedPage) -> str:
     """The main text of a page through the converters, as the real sink stores it."""
-    from deskdex.converters.convert import convert
+    from deskdex.converters import convert
 
     outcomes = page.converted if page.converted is not None else convert(page_source(page))
     doc = outcomes[0].document

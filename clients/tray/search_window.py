@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QLabel, QLineEdi
                                QWidget)
 
 from deskdex.errors import DeskdexError
-from deskdex.index.as_you_type import prefix_last_word
+from deskdex.index import prefix_last_word
 
 from ..render import cluster_counts, terminal_safe
 from .caller import Caller
