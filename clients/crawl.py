@@ -34,6 +34,8 @@ from deskdex.webcrawl import config as crawlconfig
 if TYPE_CHECKING:
     from deskdex.webcrawl import KnownPage, PageSink, Remote
 
+    from .subcommands import Subcommands
+
 ACTIONS = ("status", "add", "remove", "list")
 FINAL = CRAWL_STATES[2:]  # a crawl job in one of these has ended
 
@@ -68,7 +70,7 @@ class CrawlEnv:
             return list(sink.known_pages())
 
 
-def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+def add_commands(subparsers: Subcommands,
                  common_parent: argparse.ArgumentParser, env: Callable[[argparse.Namespace], CrawlEnv]) -> None:
     p = subparsers.add_parser("crawl", parents=[common_parent], help="crawl web sites into the index",
                               description="Crawl from seed URLs (or the configured sites) politely, into the index. "

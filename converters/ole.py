@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import codecs
 import datetime as dt
-import functools
 import io
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .detect import extension
 from .document import Document
@@ -47,32 +46,59 @@ _DATE_FIELDS = (("create_time", "created"), ("last_saved_time", "modified"))
 
 def open_ole(data: bytes, what: str) -> OleFileIO:
     """The compound file in ``data``; CorruptFile when it is none or its directory is broken."""
+    import olefile
+
     if not data.startswith(OLE_MAGIC):
         raise CorruptFile(f"not a {what}: not an OLE compound file")
     try:
-        ole: OleFileIO = _bounded_ole_file()(data)
+        ole: OleFileIO = olefile.OleFileIO(data)
+        emptied = {name: fixed for name in _PROPERTY_STREAMS
+                   if ole.exists(name) and (fixed := _without_long_vectors(ole.openstream(name).read())) is not None}
+        if emptied:
+            # Opened again on a copy (BytesIO copies on write), written through olefile's public
+            # write_stream: the caller's bytes and file stay as they are.
+            ole.close()
+            ole = olefile.OleFileIO(io.BytesIO(data), write_mode=True)
+            for name, fixed in emptied.items():
+                ole.write_stream(name, fixed)
         return ole
     except Exception as exc:  # OleFileError, struct.error, IndexError... on damaged sectors
         raise CorruptFile(f"not a readable {what}: broken OLE container: {type(exc).__name__}: {exc}") from exc
 
 
-@functools.cache
-def _bounded_ole_file() -> type[Any]:
-    """olefile's OleFileIO, one loop bounded: olefile 0.47 loops once per element of a property
-    vector, up to 2**32 times for a damaged count, appending to a list until memory runs out (its
-    issues 162 and 170). A vector cannot hold more elements than its stream has bytes: a longer one
-    is a defect of that property, which olefile logs and skips, as it does its other broken ones."""
-    import olefile
-    from olefile.olefile import VT_VECTOR, i32
+_PROPERTY_STREAMS = ("\x05SummaryInformation", "\x05DocumentSummaryInformation")
+_VT_VECTOR = 0x1000
 
-    class BoundedOleFile(olefile.OleFileIO):  # type: ignore[misc]
-        def _parse_property(self, s: bytes, offset: int, property_id: int, property_type: int,
-                            *args: Any) -> Any:
-            if property_type & VT_VECTOR and i32(s, offset) > len(s):
-                raise ValueError(f"a vector of {i32(s, offset)} elements in a {len(s)}-byte stream")
-            return super()._parse_property(s, offset, property_id, property_type, *args)
 
-    return BoundedOleFile
+def _without_long_vectors(stream: bytes) -> bytes | None:
+    """The property set ``stream`` with each vector property longer than the stream retyped as
+    VT_EMPTY (0), None when it has none. olefile 0.47 loops once per element of a vector, up to
+    2**32 times for a damaged count, appending to a list until memory runs out (its issues 162 and
+    170); a vector cannot hold more elements than its stream has bytes, so a longer one is a defect
+    of that property alone, which then reads as empty, the others as written. Read as olefile reads
+    it (MS-OLEPS): the first section's offset at byte 44; in it, a count and (id, offset) pairs."""
+    if len(stream) < 48:
+        return None
+    section = int.from_bytes(stream[44:48], "little")
+    if section + 8 > len(stream):
+        return None
+    count = min(int.from_bytes(stream[section + 4:section + 8], "little"), (len(stream) - section) // 8)
+    fixed: bytearray | None = None
+    for i in range(count):
+        entry = section + 8 + 8 * i
+        if entry + 8 > len(stream):
+            break
+        at = section + int.from_bytes(stream[entry + 4:entry + 8], "little")
+        if at + 8 > len(stream):
+            continue
+        kind = int.from_bytes(stream[at:at + 4], "little")
+        if kind & _VT_VECTOR and int.from_bytes(stream[at + 4:at + 8], "little") > len(stream):
+            logger.debug("property %d: a vector of %d elements in a %d-byte stream, read as empty",
+                         int.from_bytes(stream[entry:entry + 4], "little"),
+                         int.from_bytes(stream[at + 4:at + 8], "little"), len(stream))
+            fixed = fixed if fixed is not None else bytearray(stream)
+            fixed[at:at + 4] = bytes(4)
+    return None if fixed is None else bytes(fixed)
 
 
 def kind(ole: OleFileIO) -> str | None:

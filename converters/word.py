@@ -21,6 +21,7 @@ from .zipcheck import refuse_encrypted_office
 if TYPE_CHECKING:  # python-docx is imported when a DOCX is converted
     from docx.document import Document as DocxDocument
     from docx.oxml.table import CT_Tbl
+    from docx.oxml.text.paragraph import CT_P
     from docx.text.hyperlink import Hyperlink
     from docx.text.paragraph import Paragraph
     from docx.text.run import Run
@@ -62,12 +63,12 @@ def _body(d: DocxDocument, doc: Document) -> None:
     from docx.oxml.text.paragraph import CT_P
     from docx.text.paragraph import Paragraph
 
-    story = d._body
+    # The Document itself is the parent proxies need: python-docx asks a parent only for its part.
     for el in _unwrapped(d.element.body):
         if isinstance(el, CT_P):
-            _paragraph(Paragraph(el, story), doc)
+            _paragraph(el, Paragraph(el, d), doc)
         elif isinstance(el, CT_Tbl):
-            for text in _cells(el, story):
+            for text in _cells(el, d):
                 doc.add("td", text)
 
 
@@ -90,7 +91,6 @@ def _cells(tbl: CT_Tbl, story: ProvidesStoryPart) -> Iterator[str]:
     the first of a vertical merge are empty ones. A table inside a cell adds its cells' lines."""
     from docx.oxml.table import CT_Row, CT_Tbl, CT_Tc
     from docx.oxml.text.paragraph import CT_P
-    from docx.text.paragraph import Paragraph
 
     for tr in _unwrapped(tbl):
         if not isinstance(tr, CT_Row):
@@ -101,32 +101,35 @@ def _cells(tbl: CT_Tbl, story: ProvidesStoryPart) -> Iterator[str]:
             lines: list[str] = []
             for el in _unwrapped(tc):
                 if isinstance(el, CT_P):
-                    lines.append("".join(item.text for item in _inline(Paragraph(el, story))))
+                    lines.append("".join(item.text for item in _inline(el, story)))
                 elif isinstance(el, CT_Tbl):
                     lines.extend(_cells(el, story))
             yield "\n".join(lines).strip()
 
 
-def _inline(p: Paragraph) -> Iterator[Run | Hyperlink]:
-    """The runs and hyperlinks of a paragraph, those inside inline content controls included."""
+def _inline(p: CT_P, story: ProvidesStoryPart) -> Iterator[Run | Hyperlink]:
+    """The runs and hyperlinks of paragraph element ``p``, those inside inline content controls
+    included. A run or hyperlink asks its parent only for the story part (styles, link targets)."""
     from docx.oxml.text.hyperlink import CT_Hyperlink
     from docx.oxml.text.run import CT_R
     from docx.text.hyperlink import Hyperlink
     from docx.text.run import Run
 
-    for el in _unwrapped(p._p):
+    for el in _unwrapped(p):
         if isinstance(el, CT_R):
-            yield Run(el, p)
+            yield Run(el, story)
         elif isinstance(el, CT_Hyperlink):
-            yield Hyperlink(el, p)
+            yield Hyperlink(el, story)
 
 
-def _paragraph(p: Paragraph, doc: Document) -> None:
+def _paragraph(el: CT_P, p: Paragraph, doc: Document) -> None:
+    """Paragraph ``p`` of element ``el`` (the caller holds both: python-docx's element of a
+    Paragraph has no public name)."""
     from docx.text.hyperlink import Hyperlink
 
     style = (p.style.name if p.style is not None else "") or ""
     runs: list[Inline] = []
-    for item in _inline(p):
+    for item in _inline(el, p):
         if isinstance(item, Hyperlink):
             if item.text:
                 runs.append(Inline(item.text, "", item.url or item.address or ""))

@@ -8,8 +8,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from deskdex.paths import Home
+
+if TYPE_CHECKING:
+    from ..subcommands import Subcommands
 
 logger = logging.getLogger(__name__)
 
@@ -17,7 +21,7 @@ MISSING_QT = ("deskdex tray needs Qt, which comes with the tray extra: pip insta
               "(on Linux it also needs the X11/EGL libraries listed in packaging/system-deps.sh)")
 
 
-def add_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+def add_command(subparsers: Subcommands,
                 common_parent: argparse.ArgumentParser) -> None:
     """Add ``deskdex tray`` to the CLI's subcommands."""
     s = subparsers.add_parser(
