@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from celery import Celery
 
+from deskdex import wire as schemas
 from deskdex.converters import Limits, Outcome
 from deskdex.errors import UnreadableFile
 from deskdex.webcrawl import FetchSettings
@@ -37,7 +38,7 @@ from . import wire
 from .broker import redis_client
 from .fetching import fetch_task
 from .queues import CRAWL_QUEUES, crawl_queue_name
-from .worker import REPLY_PREFIX, STATE, keep_alive, push
+from .worker import STATE, keep_alive, push
 
 if TYPE_CHECKING:
     from deskdex.converters import Source
@@ -95,21 +96,17 @@ def make_app(broker: str, redelivery: float, worker: bool = False) -> Celery:
     return app
 
 
-def _convert(task: Any, sources: Any = None, limits: Any = None, reply: Any = None, *extra: Any,
-             **unknown: Any) -> None:
+def _convert(task: Any, *args: Any, **kwargs: Any) -> None:
     """Convert a batch of files, pushing each one's result as it is done: the coordinator stores
     it at once, and a redelivered batch only repeats files whose results it will drop. A task
-    that is not deskdex's (arguments missing or of another shape) is logged and dropped: it is
-    acknowledged, since it can never succeed."""
+    that is not deskdex's (its arguments not deskdex.wire's ConvertArgs) is logged and dropped: it
+    is acknowledged, since it can never succeed."""
     try:
-        if extra or unknown or not isinstance(sources, list) or not isinstance(limits, dict) \
-                or not isinstance(reply, str) or not reply.startswith(REPLY_PREFIX):
-            named = f" and {', '.join(unknown)}" if unknown else ""
-            raise wire.BadMessage(f"expected a list of files, limits and a {REPLY_PREFIX}... list to reply to, "
-                                  f"not {_shape([sources, limits, reply, *extra])}{named}")
-        batch = [wire.source_from_wire(s) for s in sources]
+        arg = schemas.arguments(args, kwargs, schemas.ConvertArgs, "not a task to convert")
+        batch = [wire.source_from_message(s) for s in arg.sources]
+        reply = arg.reply
         # The coordinator's limits, none above the worker's own (a task written by hand cannot raise them).
-        lim = STATE.capped(wire.limits_from_wire(limits))
+        lim = STATE.capped(wire.limits_from_wire(arg.limits))
     except wire.BadMessage as exc:
         logger.error("dropped task %s, which is not deskdex's: %s", task.request.id, exc)
         return
@@ -124,8 +121,8 @@ def _convert(task: Any, sources: Any = None, limits: Any = None, reply: Any = No
                 local, fd = STATE.open_source(src)
             except UnreadableFile as exc:
                 logger.warning("refused %s: %s", src.uri, exc)
-                push(reply, {"id": ids[src.uri], "outcomes": wire.outcomes_to_wire(
-                    [Outcome(src.uri, reason=exc.reason, message=str(exc))])})
+                push(reply, schemas.ConvertResult(ids[src.uri], wire.outcome_messages(
+                    [Outcome(src.uri, reason=exc.reason, message=str(exc))])))
                 continue
             if fd is not None:
                 opened[id(local)] = fd
@@ -136,14 +133,10 @@ def _convert(task: Any, sources: Any = None, limits: Any = None, reply: Any = No
             fd = opened.pop(id(local), None)
             if fd is not None:
                 os.close(fd)
-            push(reply, {"id": ids[local.uri], "outcomes": wire.outcomes_to_wire(outcomes)})
+            push(reply, schemas.ConvertResult(ids[local.uri], wire.outcome_messages(outcomes)))
     finally:
         for fd in opened.values():
             os.close(fd)
-
-
-def _shape(values: list[Any]) -> str:
-    return "(" + ", ".join(type(v).__name__ for v in values) + ")"
 
 
 def run_worker(cfg: Config, broker: str, concurrency: int, name: str | None = None, verbose: bool = False,

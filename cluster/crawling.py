@@ -32,6 +32,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
+from deskdex import wire as schemas
 from deskdex.errors import BrokerUnavailable, FetchError
 from deskdex.webcrawl import Request, site_of
 
@@ -62,7 +63,7 @@ class RemoteCrawl:
         self._app = make_app(broker, redelivery)
         self._redis = redis_client(broker)
         self._reply = f"{REPLY_PREFIX}{uuid.uuid4().hex}"
-        self._waiting: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[dict[str, Any]]]] = {}
+        self._waiting: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[schemas.FetchResult | wire.BadMessage]]] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._listener = threading.Thread(target=self._listen, name="deskdex-crawl-replies", daemon=True)
@@ -108,7 +109,7 @@ class RemoteCrawl:
                                      self.limits)
             for attempt in range(1, ATTEMPTS + 1):
                 tid = uuid.uuid4().hex
-                future: asyncio.Future[dict[str, Any]] = loop.create_future()
+                future: asyncio.Future[schemas.FetchResult | wire.BadMessage] = loop.create_future()
                 with self._lock:
                     self._waiting[tid] = (loop, future)
                 try:
@@ -163,12 +164,18 @@ class RemoteCrawl:
                 continue
             if item is None:
                 continue
+            # A reply without an id is nobody's: dropped. One for a request that is not as it should
+            # be fails that request (bad_answer, _answer), which the crawl records and goes on.
+            answer: schemas.FetchResult | wire.BadMessage
             try:
-                answer = json.loads(item[1])
-                tid = str(answer["id"])
-            except (ValueError, KeyError, TypeError) as exc:
+                tid = schemas.decode(item[1], schemas.ResultId, "not a worker's result").id
+            except wire.BadMessage as exc:
                 logger.error("dropped a reply that is not a worker's: %s", exc)
                 continue
+            try:
+                answer = schemas.decode(item[1], schemas.FetchResult, "not a worker's result")
+            except wire.BadMessage as exc:
+                answer = exc
             with self._lock:
                 waiting = self._waiting.get(tid)
             if waiting is not None:
@@ -176,23 +183,26 @@ class RemoteCrawl:
                 loop.call_soon_threadsafe(_resolve, future, answer)
 
 
-def _resolve(future: asyncio.Future[dict[str, Any]], answer: dict[str, Any]) -> None:
+def _resolve(future: asyncio.Future[schemas.FetchResult | wire.BadMessage],
+             answer: schemas.FetchResult | wire.BadMessage) -> None:
     if not future.done():
         future.set_result(answer)
 
 
-def _answer(answer: dict[str, Any]) -> FetchedPage:
+def _answer(answer: schemas.FetchResult | wire.BadMessage) -> FetchedPage:
     """The page a worker's answer holds, or the FetchError it reports."""
     try:
-        err = answer.get("error")
-        if err is not None:
-            retry = err.get("retry_after")
-            raise FetchError(str(err["reason"]), str(err["message"]), None if retry is None else float(retry))
-        page = wire.page_from_wire(answer["page"])
-        if answer.get("outcomes") is not None:
-            page.converted = wire.outcomes_from_wire(answer["outcomes"])
+        if isinstance(answer, wire.BadMessage):
+            raise answer
+        if answer.error is not None:
+            err = answer.error
+            raise FetchError(err.reason, err.message, err.retry_after)
+        assert answer.page is not None  # one of them: FetchResult's __post_init__
+        page = wire.page_from_message(answer.page)
+        if answer.outcomes is not None:
+            page.converted = wire.outcomes_from_messages(answer.outcomes)
         return page
-    except (KeyError, TypeError, ValueError, AttributeError, wire.BadMessage) as exc:
+    except wire.BadMessage as exc:
         raise FetchError("bad_answer", f"a worker's answer that is not deskdex's: {exc}") from exc
 
 

@@ -32,8 +32,10 @@ from deskdex.webcrawl import (
     DNSCache, FetchSettings, FetchedPage, Frontier, fetch_page, make_client, page_source, wants_text,
 )
 
+from deskdex import wire as schemas
+
 from . import wire
-from .worker import REPLY_PREFIX, STATE, push
+from .worker import STATE, push
 
 logger = logging.getLogger(__name__)
 
@@ -53,13 +55,12 @@ def _taker(client: Any) -> Any:
     return client.register_script(_TAKE)
 
 
-def fetch_task(task: Any, request: Any = None, reply: Any = None, *extra: Any, **unknown: Any) -> None:
-    """The task: fetch, convert, push the result to ``reply`` (before the task is acknowledged)."""
+def fetch_task(task: Any, *args: Any, **kwargs: Any) -> None:
+    """The task (its arguments deskdex.wire's FetchArgs): fetch, convert, push the result to its
+    ``reply`` list (before the task is acknowledged)."""
     try:
-        if extra or unknown or not isinstance(request, dict) or not isinstance(reply, str) \
-                or not reply.startswith(REPLY_PREFIX):
-            raise wire.BadMessage(f"expected a request and a {REPLY_PREFIX}... list to reply to")
-        job = wire.fetch_from_wire(request)
+        arg = schemas.arguments(args, kwargs, schemas.FetchArgs, "not a task to fetch")
+        job = wire.fetch_from_message(arg.request)
         # Lowered by the coordinator, never raised: its conversion's limits and the request's own.
         job.limits = STATE.capped(job.limits)
         asked, own = job.settings, STATE.fetch
@@ -77,17 +78,16 @@ def fetch_task(task: Any, request: Any = None, reply: Any = None, *extra: Any, *
         return
     if job.settings.allow_private and not STATE.allow_private:
         job.settings = dataclasses.replace(job.settings, allow_private=False)
-    answer: dict[str, Any] = {"id": task.request.id}
     try:
         page = _loop().run_until_complete(_fetch(job, _client(job.settings)))
     except FetchError as exc:
-        answer["error"] = {"reason": exc.reason, "message": str(exc), "retry_after": exc.retry_after}
+        answer = schemas.FetchResult(task.request.id, error=schemas.FetchFailure(exc.reason, str(exc), exc.retry_after))
     else:
-        answer["page"] = wire.page_to_wire(page)
+        answer = schemas.FetchResult(task.request.id, page=wire.page_message(page))
         if wants_text(job.req, page):
             for _, outcomes in STATE.pool(job.limits).map([page_source(page)]):
-                answer["outcomes"] = wire.outcomes_to_wire(outcomes)
-    push(reply, answer)
+                answer.outcomes = wire.outcome_messages(outcomes)
+    push(arg.reply, answer)
 
 
 async def _fetch(job: wire.FetchTask, client: httpx.AsyncClient) -> FetchedPage:

@@ -4,7 +4,6 @@ index) on this machine. Only the conversion, the costly part, goes to the worker
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -14,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from deskdex import wire as schemas
 from deskdex.converters import Outcome
 from deskdex.errors import BrokerUnavailable, ConverterCrashed
 
@@ -120,8 +120,7 @@ class RemotePool:
                 raise BrokerUnavailable(f"lost the broker {shown_url(self.broker)}: {exc}") from exc
             if item is not None:
                 try:
-                    msg = json.loads(item[1])
-                    fid = str(msg["id"])
+                    fid = schemas.decode(item[1], schemas.ResultId, "not a worker's result").id
                     entry = out.pop(fid, None)
                     if entry is None:
                         continue  # a second delivery's result, or one for a file given up
@@ -130,8 +129,9 @@ class RemotePool:
                         tasks.heard(tid)  # its worker is alive: its other files are not given back
                     else:
                         tasks.done(tid)
-                    outcomes = wire.outcomes_from_wire(msg["outcomes"])
-                except (ValueError, KeyError, TypeError, wire.BadMessage) as exc:
+                    msg = schemas.decode(item[1], schemas.ConvertResult, "not a worker's result")
+                    outcomes = wire.outcomes_from_messages(msg.outcomes)
+                except wire.BadMessage as exc:
                     logger.error("dropped a reply that is not a worker's: %s", exc)
                     continue
                 last_news = time.monotonic()

@@ -33,7 +33,10 @@ def source_to_wire(source: Source) -> dict[str, Any]:
 
 
 def source_from_wire(msg: Any) -> Source:
-    m = wire.convert(msg, wire.SourceMessage, "not a file to convert")
+    return source_from_message(wire.convert(msg, wire.SourceMessage, "not a file to convert"))
+
+
+def source_from_message(m: wire.SourceMessage) -> Source:
     return Source(uri=m.uri, name=m.name, path=m.path, data=m.data, mime=m.mime, depth=m.depth)
 
 
@@ -71,28 +74,37 @@ def _a_number(value: Any, kind: type) -> bool:
 
 
 def outcomes_to_wire(outcomes: list[Outcome]) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = wire.to_builtins(outcome_messages(outcomes))
+    return result
+
+
+def outcome_messages(outcomes: list[Outcome]) -> list[wire.OutcomeMessage]:
     from deskdex.converters import tagged
     from deskdex.index import fingerprints
 
     out = []
     for o in outcomes:
-        item: dict[str, Any] = {"uri": o.uri, "reason": o.reason, "message": o.message,
-                                "document": tagged.dumps(o.document) if o.document is not None else None}
         f = o.extra.get("features")
-        if f is not None:
-            item["features"] = {"group": f.group, "fp": f.fp,
-                                "fps": base64.b64encode(fingerprints.to_blob(f.fps)).decode("ascii")}
-        out.append(item)
+        out.append(wire.OutcomeMessage(
+            uri=o.uri, reason=o.reason, message=o.message,
+            document=tagged.dumps(o.document) if o.document is not None else None,
+            features=None if f is None else wire.FeaturesMessage(f.group, f.fp, fingerprints.to_blob(f.fps))))
     return out
 
 
 def outcomes_from_wire(items: Any) -> list[Outcome]:
+    return outcomes_from_messages(wire.convert(items, list[wire.OutcomeMessage], "not a conversion's outcome"))
+
+
+def outcomes_from_messages(items: list[wire.OutcomeMessage]) -> list[Outcome]:
+    """The outcomes a worker sent, their documents and fingerprints read: BadMessage naming the one
+    that is not a document or not fingerprints."""
     from deskdex.converters import tagged
     from deskdex.index import Features, fingerprints
 
     what = "not a conversion's outcome"
     out = []
-    for i, item in enumerate(wire.convert(items, list[wire.OutcomeMessage], what)):
+    for i, item in enumerate(items):
         o = Outcome(item.uri, reason=item.reason, message=item.message)
         try:
             if item.document is not None:
@@ -136,7 +148,10 @@ class FetchTask:
 
 
 def fetch_from_wire(msg: Any) -> FetchTask:
-    m = wire.convert(msg, wire.FetchMessage, "not a request to fetch")
+    return fetch_from_message(wire.convert(msg, wire.FetchMessage, "not a request to fetch"))
+
+
+def fetch_from_message(m: wire.FetchMessage) -> FetchTask:
     k, f = m.known, m.fetch
     known = None if k is None else KnownPage(m.url, etag=k.etag, last_modified=k.last_modified,
                                              fetched_at=k.fetched_at, size=k.size)
@@ -150,12 +165,20 @@ def fetch_from_wire(msg: Any) -> FetchTask:
 
 
 def page_to_wire(page: FetchedPage) -> dict[str, Any]:
-    return {"url": page.url, "final_url": page.final_url, "status": page.status, "headers": page.headers,
-            "body": base64.b64encode(page.body).decode("ascii"), "content_type": page.content_type,
-            "fetched_at": page.fetched_at, "depth": page.depth, "charset": page.charset}
+    result: dict[str, Any] = wire.to_builtins(page_message(page))
+    return result
+
+
+def page_message(page: FetchedPage) -> wire.PageMessage:
+    return wire.PageMessage(url=page.url, final_url=page.final_url, status=page.status, headers=page.headers,
+                            body=page.body, content_type=page.content_type, fetched_at=page.fetched_at,
+                            depth=page.depth, charset=page.charset)
 
 
 def page_from_wire(msg: Any) -> FetchedPage:
-    m = wire.convert(msg, wire.PageMessage, "not a fetched page")
+    return page_from_message(wire.convert(msg, wire.PageMessage, "not a fetched page"))
+
+
+def page_from_message(m: wire.PageMessage) -> FetchedPage:
     return FetchedPage(url=m.url, final_url=m.final_url, status=m.status, headers=m.headers, body=m.body,
                        content_type=m.content_type, fetched_at=m.fetched_at, depth=m.depth, charset=m.charset)

@@ -5,12 +5,12 @@ conversion may cost, and one converter pool per thread."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from deskdex import wire
 from deskdex.converters import Limits, OcrOptions
 from deskdex.webcrawl import FetchSettings
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-REPLY_PREFIX = "deskdex:reply:"  # the lists coordinators wait on: a task names one, and no other key
+REPLY_PREFIX = wire.REPLY_PREFIX  # the lists coordinators wait on: a task names one, and no other key
 # A worker says, every ALIVE_EVERY seconds, which tasks it holds (running or waiting their turn):
 # a coordinator gives back only a task nobody says so of (cluster/redeliver.py), so that a slow
 # file on a live worker is not converted twice, and a dead worker's come back ALIVE_TTL s at most
@@ -129,10 +129,10 @@ def keep_alive(stop: threading.Event) -> None:
             logger.debug("could not say which tasks this worker holds: %s", exc)
 
 
-def push(reply: str, message: dict[str, Any]) -> None:
+def push(reply: str, message: wire.ConvertResult | wire.FetchResult) -> None:
     """Send ``message`` to the coordinator waiting on the list ``reply``."""
     assert STATE.redis is not None
     pipe = STATE.redis.pipeline()
-    pipe.rpush(reply, json.dumps(message))
+    pipe.rpush(reply, wire.encode(message))
     pipe.expire(reply, REPLY_TTL)
     pipe.execute()

@@ -8,8 +8,8 @@ msgspec schemas and read in one pass:
         a refusal (4xx, 5xx)                -> ErrorAnswer {code, message[, position]}
       daemon/shardserver.py answers them, index/remote.py asks them;
     the cluster's messages through the broker
-        task deskdex.convert   [SourceMessage], limits        -> a result {id, outcomes: [OutcomeMessage]}
-        task deskdex.fetch     FetchMessage                    -> a result {id, page: PageMessage | error, outcomes}
+        task deskdex.convert   ConvertArgs [SourceMessage], limits, reply   -> ConvertResult {id, outcomes}
+        task deskdex.fetch     FetchArgs FetchMessage, reply               -> FetchResult {id, page | error, outcomes}
       cluster/wire.py turns them into the objects they stand for (Source, Limits, Outcome, FetchedPage).
 
 Every message that does not fit its schema (not JSON, ``null``, ``[]``, ``garbage``, a field
@@ -210,8 +210,76 @@ class PageMessage(Answer):
     charset: str | None = None
 
 
+# -- the envelopes: a task's arguments, a worker's result ------------------------------------------------
+REPLY_PREFIX = "deskdex:reply:"  # the lists coordinators wait on: a task names one, and no other key
+Reply = Annotated[str, msgspec.Meta(pattern=f"^{REPLY_PREFIX}")]
+
+
+class ConvertArgs(Question):
+    """The arguments of a task deskdex.convert: the files, the coordinator's limits (checked by
+    cluster/wire.py's limits_from_wire, which refuses a limit that is not a number of 0 or more) and
+    the list to push each file's result to."""
+
+    sources: list[SourceMessage]
+    limits: dict[str, Any]
+    reply: Reply
+
+
+class FetchArgs(Question):
+    """The arguments of a task deskdex.fetch: one request and the list to push its result to."""
+
+    request: FetchMessage
+    reply: Reply
+
+
+class ResultId(Answer):
+    """A result's id, read before the rest: a coordinator knows by it which file or request it is for."""
+
+    id: str
+
+
+class ConvertResult(ResultId):
+    """What became of one file of a task deskdex.convert; ``id`` is ``<task id>:<file's index>``."""
+
+    outcomes: list[OutcomeMessage]
+
+
+class FetchFailure(Answer):
+    """webcrawl/fetch.py's FetchError: why a request gave no page."""
+
+    reason: str
+    message: str
+    retry_after: float | None = None
+
+
+class FetchResult(ResultId, omit_defaults=True):
+    """What a task deskdex.fetch gave: its page (and the page's outcomes, when it is converted) or why none."""
+
+    page: PageMessage | None = None
+    error: FetchFailure | None = None
+    outcomes: list[OutcomeMessage] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.page is None) == (self.error is None):
+            raise ValueError(f"`page` or `error`, one of them, not {'neither' if self.page is None else 'both'}")
+
+
+def arguments(args: tuple[Any, ...], kwargs: dict[str, Any], kind: type[T], what: str) -> T:
+    """A Celery task's arguments (positional, as coordinators send them, or by name) as a ``kind``
+    (a Struct whose fields are the arguments in order), or BadMessage naming ``what``, the argument
+    and why: one missing, of another type, unknown, or one too many."""
+    names: tuple[str, ...] = getattr(kind, "__struct_fields__")
+    if len(args) > len(names):
+        raise BadMessage(f"{what}: {len(args)} arguments, not {len(names)} ({', '.join(names)}) - at `$[{len(names)}]`")
+    given = dict(zip(names, args))
+    twice = sorted(given.keys() & kwargs.keys())
+    if twice:
+        raise BadMessage(f"{what}: argument given twice - at `$.{twice[0]}`")
+    return convert({**given, **kwargs}, kind, what)
+
+
 # -- reading and writing -----------------------------------------------------------------------------
-def decode(data: bytes, kind: type[T], what: str) -> T:
+def decode(data: bytes | str, kind: type[T], what: str) -> T:
     """``data`` (JSON) as a ``kind``, or BadMessage naming ``what``, the field and why.
 
     msgspec refuses the escape of an unpaired surrogate (``"\\udcff"``), which JSON allows and a

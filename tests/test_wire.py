@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from deskdex import protocol
+from deskdex import wire as schemas
 from deskdex.cluster import wire as cluster_wire
 from deskdex.errors import BadArgs, BadMessage, BadRequest, StoreError
 from deskdex.index.answers import FixedStats
@@ -354,6 +355,87 @@ def test_malformed_limits_are_one_bad_message_naming_the_field(msg: Any, says: s
     assert "not conversion limits" in str(caught.value) and says in str(caught.value), caught.value
 
 
+# -- the envelopes: a task's arguments, a worker's result -----------------------------------------------
+REPLY = "deskdex:reply:abc"
+
+
+@pytest.mark.parametrize("kind, good, what", [
+    (schemas.ConvertArgs, [[SOURCE], {}, REPLY], "not a task to convert"),
+    (schemas.FetchArgs, [FETCH, REPLY], "not a task to fetch"),
+])
+def test_a_malformed_task_envelope_is_one_bad_message_naming_the_argument(kind: Any, good: list[Any], what: str):
+    names = kind.__struct_fields__
+    schemas.arguments(tuple(good), {}, kind, what)
+    schemas.arguments((), dict(zip(names, good)), kind, what)  # by name, as Celery allows
+    kinds: list[tuple[tuple[Any, ...], dict[str, Any], str]] = [
+        ((), {}, f"missing required field `{names[0]}`"),
+        (tuple(good[:-1]), {}, "missing required field `reply`"),
+        ((*good, "more"), {}, f"{len(good) + 1} arguments, not {len(good)}"),
+        (tuple(good), {"evil": 1}, "unknown field `evil`"),
+        (tuple(good[:1]), {names[0]: good[0]}, f"given twice - at `$.{names[0]}`"),
+        ((*good[:-1], 5), {}, "Expected `str`, got `int` - at `$.reply`"),
+        ((*good[:-1], QUEUE_NAME), {}, "matching regex '^deskdex:reply:' - at `$.reply`"),
+        ((*good[:-1], ["not", "a", "key"]), {}, "got `array` - at `$.reply`"),
+    ]
+    for i, name in enumerate(names):
+        for wrong, says in ((None, "got `null`"), ([], "got `array`"), ("garbage", "")):
+            if (wrong, name) != ([], "sources"):  # no file at all is a task of nothing to do
+                kinds.append(((*good[:i], wrong, *good[i + 1:]), {}, f"{says} - at `$.{name}`"))
+    first = names[0]
+    if kind is schemas.ConvertArgs:
+        kinds += [(([None], {}, REPLY), {}, "got `null` - at `$.sources[0]`"),
+                  (([[]], {}, REPLY), {}, "got `array` - at `$.sources[0]`"),
+                  (([{**SOURCE, "name": 5}], {}, REPLY), {}, "got `int` - at `$.sources[0].name`"),
+                  (([{**SOURCE, "junk": 1}], {}, REPLY), {}, "unknown field `junk` - at `$.sources[0]`")]
+    else:
+        kinds += [(({**FETCH, "depth": -1}, REPLY), {}, f"- at `$.{first}.depth`"),
+                  (({**FETCH, "junk": 1}, REPLY), {}, f"unknown field `junk` - at `$.{first}`")]
+    for args, kwargs, says in kinds:
+        with pytest.raises(BadMessage) as caught:
+            schemas.arguments(args, kwargs, kind, what)
+        assert str(caught.value).startswith(what + ": ") and says in str(caught.value), (args, kwargs, caught.value)
+
+
+QUEUE_NAME = "deskdex.convert"  # a reply pushed there would be read as a task
+
+
+@pytest.mark.parametrize("kind, good, field, wrong", [
+    (schemas.ConvertResult, {"id": "t:0", "outcomes": [OUTCOME]}, "outcomes", {"uri": "x"}),
+    (schemas.ConvertResult, {"id": "t:0", "outcomes": [OUTCOME]}, "id", 5),
+    (schemas.FetchResult, {"id": "t", "page": PAGE, "outcomes": [OUTCOME]}, "page", []),
+    (schemas.FetchResult, {"id": "t", "error": {"reason": "timeout", "message": "m", "retry_after": None}},
+     "error", "slow"),
+])
+def test_a_malformed_result_envelope_is_one_bad_message_naming_the_field(kind: Any, good: dict[str, Any], field: str,
+                                                                         wrong: Any):
+    what = "not a worker's result"
+    assert schemas.decode(json.dumps(good).encode(), kind, what).id == good["id"]
+    # A newer worker's field is ignored, not refused: results are answers.
+    assert schemas.decode(json.dumps({**good, "junk": 1}).encode(), kind, what).id == good["id"]
+    for msg, says in [*_kinds(good, field, wrong)[:-1], ({**good, field: None}, f"`$.{field}`")]:
+        if kind is schemas.FetchResult and isinstance(msg, dict) and msg.get("id") and msg.get(field) is None:
+            says = "`page` or `error`, one of them, not neither"
+        with pytest.raises(BadMessage) as caught:
+            schemas.decode(json.dumps(msg).encode(), kind, what)
+        assert str(caught.value).startswith(what + ": ") and says in str(caught.value), (msg, caught.value)
+    for text in (b"garbage", b"", b'{"id": "t"'):
+        with pytest.raises(BadMessage, match="not a worker's result: not JSON"):
+            schemas.decode(text, kind, what)
+
+
+def test_results_are_written_as_their_schema_reads_them(tmp_path: Path):
+    from deskdex.converters import Outcome
+
+    outcome = Outcome("file:///docs/\udcff.txt", reason="corrupt", message="bad bytes")  # not UTF-8: json's path
+    for result in (schemas.ConvertResult("t:0", cluster_wire.outcome_messages([outcome])),
+                   schemas.FetchResult("t", error=schemas.FetchFailure("timeout", "slow", 2.5))):
+        back = schemas.decode(schemas.encode(result), type(result), "not a worker's result")
+        assert back == result
+    with pytest.raises(BadMessage, match="`page` or `error`, one of them, not both"):
+        schemas.decode(json.dumps({"id": "t", "page": PAGE, "error": {"reason": "r", "message": "m"}}).encode(),
+                       schemas.FetchResult, "not a worker's result")
+
+
 # -- a real worker ---------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_a_worker_logs_a_malformed_task_by_its_field_and_goes_on(tmp_path: Path, broker: str, workers: list[Any]):
@@ -368,19 +450,92 @@ def test_a_worker_logs_a_malformed_task_by_its_field_and_goes_on(tmp_path: Path,
     r = Resp(broker)
     some = file_source(docs / "good.txt")
     reply = "deskdex:reply:good"
-    for args in ([[{**some, "name": 5}], {}, reply], [[some], {"depth": "deep"}, reply],
-                 [[{**some, "junk": 1}], {}, reply]):
-        r("LPUSH", QUEUE, envelope("deskdex.convert", args))
+    for task, args, kwargs in (("deskdex.convert", [[{**some, "name": 5}], {}, reply], None),
+                               ("deskdex.convert", [[some], {"depth": "deep"}, reply], None),
+                               ("deskdex.convert", [[{**some, "junk": 1}], {}, reply], None),
+                               ("deskdex.convert", [None, {}, reply], None),
+                               ("deskdex.convert", [[some], [], reply], None),
+                               ("deskdex.convert", [[some], {}], None),
+                               ("deskdex.convert", [[some], {}, reply, "more"], None),
+                               ("deskdex.convert", [[some], {}, reply], {"evil": 1}),
+                               ("deskdex.convert", [[some], {}, "deskdex.convert"], None),
+                               ("deskdex.fetch", [{**FETCH, "depth": "0"}, reply], None),
+                               ("deskdex.fetch", [FETCH, None], None)):
+        r("LPUSH", QUEUE if task == "deskdex.convert" else "deskdex.crawl.0",
+          envelope(task, args, kwargs, queue=QUEUE if task == "deskdex.convert" else "deskdex.crawl.0"))
     r("LPUSH", QUEUE, envelope("deskdex.convert", [[some], {}, reply]))
     [result] = replies(r, reply, 1)
     assert "lighthouses" in result["outcomes"][0]["document"]
     assert worker.proc.poll() is None
     log = worker.log.read_text()
-    for says in ("not a file to convert: Expected `str`, got `int` - at `$.name`",
+    for says in ("not a task to convert: Expected `str`, got `int` - at `$.sources[0].name`",
                  "not conversion limits: Expected `int`, got `str` - at `$.depth`",
-                 "not a file to convert: Object contains unknown field `junk`"):
-        assert says in log, log[-3000:]
+                 "not a task to convert: Object contains unknown field `junk` - at `$.sources[0]`",
+                 "not a task to convert: Expected `array`, got `null` - at `$.sources`",
+                 "not a task to convert: Expected `object`, got `array` - at `$.limits`",
+                 "not a task to convert: Object missing required field `reply`",
+                 "not a task to convert: 4 arguments, not 3 (sources, limits, reply) - at `$[3]`",
+                 "not a task to convert: Object contains unknown field `evil`",
+                 "not a task to convert: Expected `str` matching regex '^deskdex:reply:' - at `$.reply`",
+                 "not a task to fetch: Expected `int`, got `str` - at `$.request.depth`",
+                 "not a task to fetch: Expected `str`, got `null` - at `$.reply`"):
+        assert says in log, (says, log[-3000:])
+    assert r("LLEN", "deskdex.crawl.0") == 0  # the fetch tasks were taken, and dropped
     r.close()
+
+
+# The coordinator's side, in a process of its own: pytest's path hides kombu (tests/test_cluster_trust.py's Resp).
+_COORDINATOR = r"""
+import base64, json, logging, sys, threading, time
+import redis
+from deskdex.cluster.pool import RemotePool
+from deskdex.converters import Limits, Source
+
+logging.basicConfig(level=logging.ERROR, stream=sys.stdout, format="LOG %(message)s")
+broker, bad = sys.argv[1], json.loads(sys.argv[2])
+pool = RemotePool(broker, Limits(), 1.0)
+r = redis.Redis.from_url(broker)
+stop = threading.Event()
+
+def answer():
+    # As a worker would: the task's id and reply list from the queued message, the results pushed there.
+    deadline = time.monotonic() + 60
+    while not (raw := r.lindex("deskdex.convert", 0)):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    task = json.loads(raw)
+    tid, reply = task["headers"]["id"], json.loads(base64.b64decode(task["body"]))[0][2]
+    for text in bad:
+        r.rpush(reply, text.replace("TID", tid))
+    r.rpush(reply, json.dumps({"id": tid + ":1", "outcomes": [{"uri": "mem:b", "reason": "corrupt", "message": "ok",
+                                                                "document": None}], "newer": 1}))
+
+threading.Thread(target=answer, daemon=True).start()
+for source, outcomes in pool.map([Source(uri="mem:a", name="a.txt", data=b"a"),
+                                  Source(uri="mem:b", name="b.txt", data=b"b")], stop):
+    print("GOT", source.uri, outcomes[0].message, flush=True)
+    stop.set()
+pool.close()
+"""
+
+
+@pytest.mark.slow
+def test_a_coordinator_drops_a_malformed_result_naming_the_field_and_goes_on(tmp_path: Path, broker: str):
+    # Each malformed result is logged and dropped, as a reply that is not a worker's always was: one
+    # without an id (or of another type) is nobody's; one for file 0 takes it out of the files waited
+    # for. File 1's result, with a newer worker's field, is read.
+    bad = ["garbage", "null", "[]", "{}", '{"id": 5}', '{"id": "TID:0", "outcomes": "none"}']
+    done = subprocess.run([sys.executable, "-c", _COORDINATOR, broker, json.dumps(bad)], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    out = done.stdout
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert out.count("GOT ") == 1 and "GOT mem:b ok" in out, out
+    for says in ("not a worker's result: not JSON", "not a worker's result: Expected `object`, got `null`",
+                 "not a worker's result: Expected `object`, got `array`",
+                 "not a worker's result: Object missing required field `id`",
+                 "not a worker's result: Expected `str`, got `int` - at `$.id`",
+                 "not a worker's result: Expected `array`, got `str` - at `$.outcomes`"):
+        assert f"LOG dropped a reply that is not a worker's: {says}" in out, (says, out)
 
 
 from .test_cluster import broker, redis_server, workers  # noqa: E402, F401  (fixtures)
