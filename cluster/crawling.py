@@ -30,7 +30,7 @@ import logging
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeAlias, TypeVar
 
 from deskdex import wire as schemas
 from deskdex.errors import BrokerUnavailable, FetchError
@@ -51,6 +51,7 @@ logger = logging.getLogger(__name__)
 
 PREFIX = "deskdex:crawl:"
 T = TypeVar("T")
+_Answer: TypeAlias = schemas.FetchResult | wire.BadMessage  # a worker's result, or why it is not one
 
 
 class RemoteCrawl:
@@ -63,7 +64,7 @@ class RemoteCrawl:
         self._app = make_app(broker, redelivery)
         self._redis = redis_client(broker)
         self._reply = f"{REPLY_PREFIX}{uuid.uuid4().hex}"
-        self._waiting: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[schemas.FetchResult | wire.BadMessage]]] = {}
+        self._waiting: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[_Answer]]] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._listener = threading.Thread(target=self._listen, name="deskdex-crawl-replies", daemon=True)
@@ -109,7 +110,7 @@ class RemoteCrawl:
                                      self.limits)
             for attempt in range(1, ATTEMPTS + 1):
                 tid = uuid.uuid4().hex
-                future: asyncio.Future[schemas.FetchResult | wire.BadMessage] = loop.create_future()
+                future: asyncio.Future[_Answer] = loop.create_future()
                 with self._lock:
                     self._waiting[tid] = (loop, future)
                 try:
@@ -166,7 +167,7 @@ class RemoteCrawl:
                 continue
             # A reply without an id is nobody's: dropped. One for a request that is not as it should
             # be fails that request (bad_answer, _answer), which the crawl records and goes on.
-            answer: schemas.FetchResult | wire.BadMessage
+            answer: _Answer
             try:
                 tid = schemas.decode(item[1], schemas.ResultId, "not a worker's result").id
             except wire.BadMessage as exc:
@@ -183,13 +184,12 @@ class RemoteCrawl:
                 loop.call_soon_threadsafe(_resolve, future, answer)
 
 
-def _resolve(future: asyncio.Future[schemas.FetchResult | wire.BadMessage],
-             answer: schemas.FetchResult | wire.BadMessage) -> None:
+def _resolve(future: asyncio.Future[_Answer], answer: _Answer) -> None:
     if not future.done():
         future.set_result(answer)
 
 
-def _answer(answer: schemas.FetchResult | wire.BadMessage) -> FetchedPage:
+def _answer(answer: _Answer) -> FetchedPage:
     """The page a worker's answer holds, or the FetchError it reports."""
     try:
         if isinstance(answer, wire.BadMessage):

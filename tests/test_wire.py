@@ -538,4 +538,62 @@ def test_a_coordinator_drops_a_malformed_result_naming_the_field_and_goes_on(tmp
         assert f"LOG dropped a reply that is not a worker's: {says}" in out, (says, out)
 
 
+_CRAWL_COORDINATOR = r"""
+import asyncio, base64, json, sys, threading, time
+import redis
+from deskdex.cluster.crawling import RemoteCrawl
+from deskdex.converters import Limits
+from deskdex.errors import FetchError
+from deskdex.webcrawl import CrawlSettings, Crawler, Request
+
+broker, bad = sys.argv[1], json.loads(sys.argv[2])
+remote = RemoteCrawl(broker, 1.0, Limits())
+crawler = Crawler(CrawlSettings(seeds=["http://a.example/"], delay=0.0), None, remote=remote)
+r = redis.Redis.from_url(broker)
+
+def answer():
+    # As a worker would: each request's task id and reply list from the crawl queues, its result pushed there.
+    for text in bad:
+        deadline = time.monotonic() + 60
+        while not (item := r.blpop([f"deskdex.crawl.{k}" for k in range(64)], timeout=1)):
+            assert time.monotonic() < deadline
+        task = json.loads(item[1])
+        tid, reply = task["headers"]["id"], json.loads(base64.b64decode(task["body"]))[0][1]
+        r.rpush(reply, text.replace("TID", tid))
+
+async def main():
+    for _ in bad:
+        try:
+            page = await crawler.fetcher(Request("http://a.example/", 0), None)
+            print("PAGE", page.status, flush=True)
+        except FetchError as exc:
+            print("FAILED", exc.reason, exc, flush=True)
+
+threading.Thread(target=answer, daemon=True).start()
+asyncio.run(main())
+remote.close()
+"""
+
+
+@pytest.mark.slow
+def test_a_crawls_request_with_a_malformed_result_fails_naming_the_field(tmp_path: Path, broker: str):
+    # The result of a request that does not fit its schema fails that request (bad_answer), which
+    # the crawl records and goes on from; a failure's reason of another type is no failure's reason.
+    page = json.dumps({"id": "TID", "page": PAGE, "newer": 1})
+    bad = ['{"id": "TID", "page": ' + json.dumps({**PAGE, "status": "200"}) + "}",
+           '{"id": "TID", "error": {"reason": 5, "message": "m"}}', '{"id": "TID"}',
+           '{"id": "TID", "page": ' + json.dumps(PAGE) + ', "outcomes": [null]}', page]
+    done = subprocess.run([sys.executable, "-c", _CRAWL_COORDINATOR, broker, json.dumps(bad)], capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    says = ["Expected `int`, got `str` - at `$.page.status`", "Expected `str`, got `int` - at `$.error.reason`",
+            "`page` or `error`, one of them, not neither", "got `null` - at `$.outcomes[0]`"]
+    assert len(lines) == len(bad), done.stdout + done.stderr[-3000:]
+    for line, why in zip(lines, says):
+        assert line.startswith("FAILED bad_answer a worker's answer that is not deskdex's: not a worker's result: ") \
+            and why in line, (line, why)
+    assert lines[-1] == "PAGE 200"  # a newer worker's field is ignored
+
+
 from .test_cluster import broker, redis_server, workers  # noqa: E402, F401  (fixtures)
