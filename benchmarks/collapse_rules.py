@@ -26,7 +26,8 @@ for q in qs:
         c = h.get("cluster") or 0
         if c and c in seen:
             continue
-        seen.add(c); shown.append(h["path"])
+        seen.add(c)
+        shown.append(h["path"])
     old_hidden += not any(p in targets for p in shown)
     new_hidden += not any(h["path"] in targets for h in hits(q))
 print(f"{len(qs)} queries, {found} targets found without collapsing; hidden: one per cluster {old_hidden}, copies only {new_hidden}")

@@ -63,7 +63,7 @@ def edits(text: str, other: str, rng: random.Random) -> dict[str, str]:
         "header": header + "\n" + "\n".join(paras[1:]),
         "date": dated,
         "paragraph": "\n".join(paras[:at] + [extra] + paras[at:]),
-        "all three": header + "\n" + f"Last updated: 2 May 2031\n" + "\n".join(paras[1:at] + [extra] + paras[at:]),
+        "all three": header + "\n" + "Last updated: 2 May 2031\n" + "\n".join(paras[1:at] + [extra] + paras[at:]),
     }
 
 

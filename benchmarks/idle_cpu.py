@@ -79,7 +79,7 @@ def main() -> None:
             with open(path, "w") as f:
                 f.write("hello")
             with cond:
-                cond.wait_for(lambda: path in seen, timeout=10)
+                cond.wait_for(lambda path=path: path in seen, timeout=10)
             lat.append(seen.get(path, float("inf")) - t)
             time.sleep(0.05)
         lat.sort()

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from deskdex.clients.client import call
+from deskdex.clients.client import call  # noqa: E402 (after the checkout is put on the path)
 from deskdex.errors import DaemonUnavailable  # noqa: E402
 
 

@@ -183,7 +183,7 @@ def tar_members(source: Source, mime: str) -> Iterator[Document | Member]:
                         raise HostileInput("the archive expands far beyond its own size (compression bomb)")
                     continue
                 stream = tf.extractfile(info)
-                yield _member(source, name, lambda: budget.read(stream) if stream else b"")
+                yield _member(source, name, lambda: budget.read(stream) if stream else b"")  # noqa: B023 (called at once)
                 if budget.left < 0:
                     raise HostileInput("the archive expands far beyond its own size (compression bomb)")
         except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
@@ -232,7 +232,7 @@ def warc_members(source: Source, mime: str) -> Iterator[Document | Member]:
                 ctype = ctype.split(";")[0].strip().lower() if ctype else record.content_type
                 stream = record.content_stream()
                 yield _member(source, names(url, n) if "://" not in url else _unique_url(names, url),
-                              lambda: budget.read(stream), ctype)
+                              lambda: budget.read(stream), ctype)  # noqa: B023 (called at once)
                 if budget.left < 0:
                     raise HostileInput("the WARC expands far beyond its own size (compression bomb)")
         except (ArchiveLoadFailed, ValueError, OSError, EOFError, zlib.error) as exc:

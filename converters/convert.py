@@ -29,7 +29,7 @@ from .source import Source
 logger = logging.getLogger(__name__)
 
 # The limits of the conversion running now: containers read them to cap their members.
-_LIMITS: ContextVar[Limits] = ContextVar("deskdex_limits", default=Limits())
+_LIMITS: ContextVar[Limits] = ContextVar("deskdex_limits", default=Limits())  # noqa: B039 (frozen)
 # When containers stop taking members (time.monotonic()): the rest of the time limit is for the
 # language of what was converted, the worker's hook and sending it all back before the kill.
 _DEADLINE: ContextVar[float] = ContextVar("deskdex_deadline", default=float("inf"))

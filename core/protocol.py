@@ -38,7 +38,7 @@ from . import errors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterable, Mapping, TypedDict
+    from typing import Any, Mapping, TypedDict
 
     # The search op's answer (JSON objects, so dicts): the one form of a search result, which
     # deskdex.index.search builds and the clients render, over the socket or straight from the index.

@@ -414,7 +414,7 @@ def values_of(data: dict[str, Any], path: str, problems: list[str] | None = None
             found.append(f"{path}: {name} {why} (the default {_shown(setting.default)} is used)")
             continue
         bad = _bad_items(value, setting)
-        for item, item_why in bad:
+        for _, item_why in bad:
             found.append(f"{path}: {name}: {item_why} (left out)")
         values[name] = _without(value, [item for item, _ in bad]) if bad else \
             float(value) if setting.kind is float else value

@@ -268,7 +268,8 @@ def arguments(args: tuple[Any, ...], kwargs: dict[str, Any], kind: type[T], what
     """A Celery task's arguments (positional, as coordinators send them, or by name) as a ``kind``
     (a Struct whose fields are the arguments in order), or BadMessage naming ``what``, the argument
     and why: one missing, of another type, unknown, or one too many."""
-    names: tuple[str, ...] = getattr(kind, "__struct_fields__")
+    # getattr: T is bound to Struct, whose stubs leave __struct_fields__ to each subclass.
+    names: tuple[str, ...] = getattr(kind, "__struct_fields__")  # noqa: B009
     if len(args) > len(names):
         raise BadMessage(f"{what}: {len(args)} arguments, not {len(names)} ({', '.join(names)}) - at `$[{len(names)}]`")
     given = dict(zip(names, args))

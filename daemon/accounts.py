@@ -9,7 +9,6 @@ accounts added later and group membership changes.
 
 from __future__ import annotations
 
-import grp
 import logging
 import os
 import pwd

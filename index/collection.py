@@ -21,7 +21,7 @@ import logging
 import os
 import shutil
 import time
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import tantivy
 

@@ -417,7 +417,7 @@ class Snippets:
                 continue  # a fragment starting at the match before holds this one too
             start = _fragment_start(plain, m.start)
             end = _fragment_end(plain, start, max(m.end, start + LENGTH))
-            inside = list(itertools.takewhile(lambda x: x.start < end, matches[i:]))
+            inside = list(itertools.takewhile(lambda x: x.start < end, matches[i:]))  # noqa: B023 (used at once)
             inside = [x for x in inside if x.end <= end]
             frag = _Fragment(plain[start:end].replace("\n", " "), [[x.start - start, x.end - start] for x in inside],
                              frozenset(x.term for x in inside), len(inside), a + m.start)

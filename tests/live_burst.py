@@ -282,7 +282,7 @@ class Burst:
         assert parent is not None
         dst = parent / src.name
         os.rename(src, dst)
-        for dirpath, dirnames, filenames in os.walk(dst):
+        for dirpath, _dirnames, filenames in os.walk(dst):
             self.dirs.add(Path(dirpath))
             self.files.update(Path(dirpath) / n for n in filenames)
 

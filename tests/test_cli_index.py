@@ -265,7 +265,6 @@ def test_show_a_member_of_an_archive(cli: CLI, tmp_path: Path):
 @pytest.mark.slow
 def test_colour_only_on_a_terminal_and_never_with_no_color(cli: CLI, tree: Path):
     import pty
-    import sys
 
     cli.run("index", str(tree))
 

@@ -22,7 +22,7 @@ from typing import Iterator
 import pytest
 
 from .conftest import CLI, DESKDEX, ROOT, make_docx, make_pdf
-from .misbehaving import CONTROL, settings_for
+from .misbehaving import settings_for
 from .test_dups_cli import text
 
 pytestmark = [pytest.mark.slow,  # Redis, workers and daemons

@@ -44,7 +44,7 @@ def test_kill_minus_nine_many_times_then_agree(tmp_path: Path):
             # the index and reconciles; then after a random number of conversions, or idle.
             d.wait_for(lambda st: True, what="the daemon answering")
             target = rnd.randint(0, 60)
-            d.wait_for(lambda st: st["converted"] >= target or st["state"] == "idle", what=f"{target} conversions")
+            d.wait_for(lambda st, target=target: st["converted"] >= target or st["state"] == "idle", what=f"{target} conversions")
             time.sleep(rnd.uniform(0, 0.2))
         finally:
             d.stop(signal.SIGKILL)  # also when a wait failed: no daemon outlives the test

@@ -5,7 +5,6 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
-import os
 from pathlib import Path
 from typing import Any, Callable
 

@@ -28,7 +28,7 @@ import uuid
 import zipfile
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import pytest
 

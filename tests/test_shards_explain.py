@@ -11,13 +11,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from deskdex.index import shards
-from deskdex.index.answers import FixedStats
 from deskdex.index.collection import Collection
 from deskdex.index.query import scored_terms
 

@@ -29,7 +29,7 @@ def test_matches_the_procedure_in_the_notes():
         assert simhash_of_counts(counts) == reference(counts)
     # Words outside ASCII (their UTF-8 is hashed), and weights that cancel out on some bits.
     rng = random.Random(5)
-    for seed in range(20):
+    for _ in range(20):
         counts = Counter({"".join(chr(rng.choice([rng.randint(97, 122), rng.randint(0x400, 0x4FF),
                                                   rng.randint(0x4E00, 0x4FFF), rng.randint(0x1F600, 0x1F640)]))
                                   for _ in range(rng.randint(1, 6))): rng.randint(1, 3)

@@ -145,7 +145,7 @@ class SiteServer:
                 "/private/secret", "/calendar?month=0", "/session?sid=abc", "/session?sid=def", "/slow", "/huge",
                 "/image", "/loop1", "/badenc", "/malformed", "/busy", "/dup1", "/dup2", "/page/0#section",
                 "/a/../page/1", "mailto:someone@example.org", "http://10.0.0.1/internal"]
-            body = "".join(f"<p><a href='{l}'>link {l}</a></p>" for l in links)
+            body = "".join(f"<p><a href='{link}'>link {link}</a></p>" for link in links)
             return 200, h, html("Home", body, "<link rel='alternate' type='application/rss+xml' href='/feed.xml'>")
         if path.startswith("/page/"):
             v = self.version.get(path, 0)
