@@ -121,19 +121,26 @@ class RemotePool:
             if item is not None:
                 try:
                     fid = schemas.decode(item[1], schemas.ResultId, "not a worker's result").id
-                    entry = out.pop(fid, None)
-                    if entry is None:
-                        continue  # a second delivery's result, or one for a file given up
-                    tid = fid.partition(":")[0]
-                    if any(k.startswith(tid + ":") for k in out):
-                        tasks.heard(tid)  # its worker is alive: its other files are not given back
-                    else:
-                        tasks.done(tid)
-                    msg = schemas.decode(item[1], schemas.ConvertResult, "not a worker's result")
-                    outcomes = wire.outcomes_from_messages(msg.outcomes)
                 except wire.BadMessage as exc:
                     logger.error("dropped a reply that is not a worker's: %s", exc)
                     continue
+                entry = out.pop(fid, None)
+                if entry is None:
+                    continue  # a second delivery's result, or one for a file given up
+                tid = fid.partition(":")[0]
+                if any(k.startswith(tid + ":") for k in out):
+                    tasks.heard(tid)  # its worker is alive: its other files are not given back
+                else:
+                    tasks.done(tid)
+                try:
+                    msg = schemas.decode(item[1], schemas.ConvertResult, "not a worker's result")
+                    outcomes = wire.outcomes_from_messages(msg.outcomes)
+                except wire.BadMessage as exc:
+                    # The file is no longer waited for: it fails by name (and is retried like a crashed
+                    # conversion) rather than vanish from the index without a word.
+                    logger.error("a worker's result for %s could not be read: %s", entry[0].uri, exc)
+                    outcomes = [Outcome(entry[0].uri, reason=ConverterCrashed.reason,
+                                        message=f"the worker's result could not be read: {exc}")]
                 last_news = time.monotonic()
                 yield entry[0], outcomes
                 continue

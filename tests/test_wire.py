@@ -514,28 +514,29 @@ def answer():
 threading.Thread(target=answer, daemon=True).start()
 for source, outcomes in pool.map([Source(uri="mem:a", name="a.txt", data=b"a"),
                                   Source(uri="mem:b", name="b.txt", data=b"b")], stop):
-    print("GOT", source.uri, outcomes[0].message, flush=True)
-    stop.set()
+    print("GOT", source.uri, outcomes[0].reason, outcomes[0].message, flush=True)
 pool.close()
 """
 
 
 @pytest.mark.slow
 def test_a_coordinator_drops_a_malformed_result_naming_the_field_and_goes_on(tmp_path: Path, broker: str):
-    # Each malformed result is logged and dropped, as a reply that is not a worker's always was: one
-    # without an id (or of another type) is nobody's; one for file 0 takes it out of the files waited
-    # for. File 1's result, with a newer worker's field, is read.
+    # Each malformed result is logged: one without an id (or of another type) is nobody's and dropped;
+    # one for file 0 fails that file by name (it is no longer waited for, and must not vanish). File 1's
+    # result, with a newer worker's field, is read.
     bad = ["garbage", "null", "[]", "{}", '{"id": 5}', '{"id": "TID:0", "outcomes": "none"}']
     done = subprocess.run([sys.executable, "-c", _COORDINATOR, broker, json.dumps(bad)], capture_output=True,
                           text=True, timeout=120, cwd=tmp_path)
     out = done.stdout
     assert done.returncode == 0, done.stderr[-3000:]
-    assert out.count("GOT ") == 1 and "GOT mem:b ok" in out, out
+    assert out.count("GOT ") == 2 and "GOT mem:b corrupt ok" in out, out
+    unread = "not a worker's result: Expected `array`, got `str` - at `$.outcomes`"
+    assert f"GOT mem:a crash the worker's result could not be read: {unread}" in out, out
+    assert f"LOG a worker's result for mem:a could not be read: {unread}" in out, out
     for says in ("not a worker's result: not JSON", "not a worker's result: Expected `object`, got `null`",
                  "not a worker's result: Expected `object`, got `array`",
                  "not a worker's result: Object missing required field `id`",
-                 "not a worker's result: Expected `str`, got `int` - at `$.id`",
-                 "not a worker's result: Expected `array`, got `str` - at `$.outcomes`"):
+                 "not a worker's result: Expected `str`, got `int` - at `$.id`"):
         assert f"LOG dropped a reply that is not a worker's: {says}" in out, (says, out)
 
 
