@@ -114,6 +114,18 @@ def add_search_options(s: argparse.ArgumentParser) -> None:
                                 metavar=o.metavar)
 
 
+class _Version(argparse.Action):
+    """argparse's own version action wants the text when the parser is built: importlib.metadata
+    at every command's start, for an option hardly anyone gives."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from deskdex.version import version_line
+
+        print(version_line())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS,
@@ -121,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log more")
     p = argparse.ArgumentParser(prog="deskdex", parents=[common],
                                 description="Desktop search: index folders, then search them.")
+    # Answered by clients/launch.py before this parser is built (no CLI loaded); listed here for --help,
+    # and answered the same way when the parser sees it, reading the version only then.
+    p.add_argument("--version", action=_Version, nargs=0, help="print deskdex's version and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     s = sub.add_parser("index", parents=[common], help="index files and folders once, then exit",

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 def main() -> int:
     argv = sys.argv[1:]
     if argv[:1] == ["--version"]:  # before anything else: argparse's version action would load the whole CLI
+        from deskdex.version import version_line
+
         print(version_line())
         return 0
     args = parse_fast(argv)
@@ -42,17 +44,6 @@ def main() -> int:
     from .cli import main as full
 
     return full(argv)
-
-
-def version_line() -> str:
-    """``deskdex X.Y.Z``, the installed distribution's version: the one pip and bug reports name.
-    importlib.metadata is loaded only here, since it costs more than a search through the daemon."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"deskdex {version('deskdex')}"
-    except PackageNotFoundError:  # run from a checkout that was never installed: no metadata to read
-        return "deskdex (not installed: no version metadata)"
 
 
 def socket_path(home: str | None) -> str | None:

@@ -150,6 +150,12 @@ def test_version_through_the_installed_console_script() -> None:
     heavy = {m for m in loaded if m.startswith(("deskdex.daemon", "deskdex.index", "deskdex.converters",
                                                 "deskdex.clients.cli", "tantivy", "argparse"))}
     assert heavy == set()
+    # Also where the full parser reads it (after --home), and listed by --help.
+    proc = subprocess.run([str(script), "--home", "/nonexistent/deskdex", "--version"], capture_output=True, text=True,
+                          timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, f"deskdex {PROJECT['version']}\n"), proc.stderr[-2000:]
+    helped = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert "--version" in helped.stdout, helped.stdout
 
 
 def test_readme_installs_keep_the_strict_editable_mode() -> None:
