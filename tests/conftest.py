@@ -224,3 +224,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = Path(str(item.path))
         group = "accounts" if _uses_accounts(path) else path.stem
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+# What a `make` the suite runs must not inherit from the `make` that runs the suite: its command-line
+# variables travel in MAKEFLAGS, so `make check PYTEST_MARKS=...` would narrow a test's own `make check`.
+_MAKE_VARS = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")
+
+
+def make_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """``base`` (this process's environment by default) without the outer make's variables."""
+    return {k: v for k, v in (os.environ if base is None else base).items() if k not in _MAKE_VARS}

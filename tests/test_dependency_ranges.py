@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import make_env
 from .test_installed import copy_checkout
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -187,7 +188,7 @@ def scratch() -> Iterator[Path]:
 
 def make_install(src: Path, venv: Path) -> str:
     """`make install` (what `make run` does first) in ``src``, into ``venv``; its whole output."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONWARNINGS", "VIRTUAL_ENV")}
+    env = {k: v for k, v in make_env().items() if k not in ("PYTHONWARNINGS", "VIRTUAL_ENV")}
     env["PIP_NO_DEPS"] = "1"  # the dependencies come from this venv (the .pth): only deskdex is built
     proc = subprocess.run(["make", "-C", str(src), "--no-print-directory", "install", f"VENV={venv}"],
                           check=False, capture_output=True, text=True, env=env, timeout=600)

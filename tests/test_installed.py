@@ -38,6 +38,8 @@ from typing import Any, Iterator
 
 import pytest
 
+from .conftest import make_env
+
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 SETUPTOOLS: dict[str, Any] = PYPROJECT["tool"]["setuptools"]
@@ -420,7 +422,8 @@ def test_make_test_as_another_user_stops_before_running_anything(sandbox: Path) 
     writable.chmod(0o777)  # so that only the check, not a permission, can keep the venv from being made
     venv = writable / "venv"
     proc = subprocess.run([*as_another_user(), "make", "-C", str(sandbox), "test", f"VENV={venv}",
-                           "SYSTEM_DEPS=acl deskdex-no-such-package"], capture_output=True, text=True, timeout=60)
+                           "SYSTEM_DEPS=acl deskdex-no-such-package"], capture_output=True, text=True, timeout=60,
+                          env=make_env())
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert "sudo apt-get install deskdex-no-such-package" in proc.stderr
@@ -431,7 +434,8 @@ def make_check(sandbox: Path, tests: Path) -> subprocess.CompletedProcess[str]:
     """`make check` (the test target's last step) on ``tests`` with this venv: nothing installed."""
     venv = Path(sys.executable).parent.parent
     return subprocess.run(["make", "-C", str(sandbox), "check", f"VENV={venv}",
-                           f"PYTEST_ARGS=-q -p no:cacheprovider {tests}"], capture_output=True, text=True, timeout=120)
+                           f"PYTEST_ARGS=-q -p no:cacheprovider {tests}"], capture_output=True, text=True, timeout=120,
+                          env=make_env())
 
 
 @pytest.mark.slow
