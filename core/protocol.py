@@ -307,9 +307,14 @@ def result_reply(result: Any) -> bytes:
 def error_reply(exc: errors.DeskdexError, anyone: bool = False) -> bytes:
     """The reply for ``exc``. ``anyone``: the caller is any local user of an enterprise-mode daemon,
     who gets no message that could name internal paths or classes, only the code's meaning."""
+    return _reply({"ok": False, "error": error_object(exc, anyone)})
+
+
+def error_object(exc: errors.DeskdexError, anyone: bool = False) -> dict[str, Any]:
+    """The ``error`` member of a reply: {code, message, ...fields}; the web UI answers with it too."""
     code = exc.code if exc.code in ERRORS else errors.DaemonError.code
     message = str(exc) if exc.shown_to_anyone or not anyone else ERRORS[code][1]
-    return _reply({"ok": False, "error": {"code": code, "message": message, **exc.fields()}})
+    return {"code": code, "message": message, **exc.fields()}
 
 
 def _reply(reply: Any) -> bytes:

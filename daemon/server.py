@@ -396,20 +396,39 @@ class Server:
         try:
             self._charge(peer)
             op, args = protocol.parse_request(line)
-            if anyone and (not op.public or peer.uid is None):
-                raise Forbidden(f"{op.name}: only root may do this on the system daemon")
-            handler = self.handlers.get(op.name)
-            if handler is None:
-                raise UnknownOp(f"{op.name}: this daemon does not serve it")
-            if op.name != "search":
-                return protocol.result_reply(handler(Request(op.name, args, peer)))
-            with self._searches.turn(peer.uid if self._limited(peer) else None):
-                return protocol.result_reply(handler(Request(op.name, args, peer)))
+            return protocol.result_reply(self._run(op, args, peer))
         except DeskdexError as exc:
             return protocol.error_reply(exc, anyone)
         except Exception as exc:
             logger.exception("request %.200r failed", line)
             return protocol.error_reply(DaemonError(f"{type(exc).__name__}: {exc}"), anyone)
+
+    def call(self, op: str, args: Mapping[str, Any], peer: Peer) -> Any:
+        """One op asked in this process for ``peer`` (the web UI, for its logged-in account): the
+        same checks, limits and refusals as a request on the socket; a DeskdexError when refused
+        (protocol.error_object gives what the caller may see of it)."""
+        self._charge(peer)
+        spec = protocol.OPS.get(op)
+        if spec is None:
+            raise UnknownOp(f"unknown op {op!r}")
+        try:
+            return self._run(spec, protocol.check_args(spec, dict(args)), peer)
+        except DeskdexError:
+            raise
+        except Exception as exc:
+            logger.exception("%s for uid %s failed", op, peer.uid)
+            raise DaemonError(f"{type(exc).__name__}: {exc}") from exc
+
+    def _run(self, op: protocol.Op, args: dict[str, Any], peer: Peer) -> Any:
+        if self.public and peer.uid != 0 and (not op.public or peer.uid is None):
+            raise Forbidden(f"{op.name}: only root may do this on the system daemon")
+        handler = self.handlers.get(op.name)
+        if handler is None:
+            raise UnknownOp(f"{op.name}: this daemon does not serve it")
+        if op.name != "search":
+            return handler(Request(op.name, args, peer))
+        with self._searches.turn(peer.uid if self._limited(peer) else None):
+            return handler(Request(op.name, args, peer))
 
     @staticmethod
     def _send(conn: socket.socket, reply: bytes) -> None:
