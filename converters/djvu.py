@@ -50,9 +50,9 @@ def convert(source: Source, mime: str) -> Document:
         if key and value and key not in doc.meta:
             doc.meta[key] = value
     text = helpers.run(DJVUTXT, ["{}"], source, suffix=".djvu").decode("utf-8", "replace")
-    for page in text.split("\f"):
+    for n, page in enumerate(text.split("\f"), 1):  # djvutxt: a form feed between pages
         for para in re.split(r"\n\s*\n", page):
-            doc.add("p", " ".join(para.split()))
+            doc.add("p", " ".join(para.split()), page=n)
     if not doc.blocks:
         doc.meta["content"] = "none"  # a scan without a text layer: no OCR for DjVu
     doc.settle_title(doc.meta.pop("title", ""), source.name)

@@ -46,17 +46,22 @@ class Block:
     runs: list[Inline] = field(default_factory=list)
     level: int = 0  # heading level (1-6) or list depth; 0 where it means nothing
     boilerplate: bool = False
+    # The 1-based page the block starts on, for paged formats (PDF, DjVu, DVI, PostScript): the
+    # preview shows it beside each hit. None where the format has no pages.
+    page: int | None = None
 
     @property
     def text(self) -> str:
         return "".join(r.text for r in self.runs)
 
-    def __reduce__(self) -> tuple[type[Block], tuple[str, list[Inline], int, bool]]:
-        return Block, (self.kind, self.runs, self.level, self.boilerplate)  # as Inline's, above
+    def __reduce__(self) -> tuple[type[Block], tuple[str, list[Inline], int, bool, int | None]]:
+        return Block, (self.kind, self.runs, self.level, self.boilerplate, self.page)  # as Inline's, above
 
     @classmethod
-    def of(cls, kind: str, text: str, *, level: int = 0, boilerplate: bool = False) -> "Block":
-        return cls(kind, [Inline(text)], level=level, boilerplate=boilerplate)
+    def of(
+        cls, kind: str, text: str, *, level: int = 0, boilerplate: bool = False, page: int | None = None
+    ) -> "Block":
+        return cls(kind, [Inline(text)], level=level, boilerplate=boilerplate, page=page)
 
 
 @dataclass(slots=True)
@@ -70,11 +75,13 @@ class Document:
     meta: dict[str, str] = field(default_factory=dict)
     blocks: list[Block] = field(default_factory=list)
 
-    def add(self, kind: str, text: str, *, level: int = 0, boilerplate: bool = False) -> None:
+    def add(
+        self, kind: str, text: str, *, level: int = 0, boilerplate: bool = False, page: int | None = None
+    ) -> None:
         """Append a block of plain text (cleaned of what XML cannot hold), skipping empty ones."""
         text = clean(text)
         if text and not text.isspace():
-            self.blocks.append(Block.of(kind, text, level=level, boilerplate=boilerplate))
+            self.blocks.append(Block.of(kind, text, level=level, boilerplate=boilerplate, page=page))
 
     def settle_title(self, declared: str, fallback: str) -> None:
         """The title from metadata when it says one, else the first heading, else ``fallback``

@@ -146,33 +146,35 @@ def _bookmarks(pdf: PdfDocument) -> dict[int, list[tuple[int, str]]]:
 
 
 def fill(doc: Document, pages: list[str], bookmarks: dict[int, list[tuple[int, str]]] | None = None) -> None:
-    """Headings, paragraphs and boilerplate from the text of each page."""
+    """Headings, paragraphs and boilerplate from the text of each page; every block carries the
+    (1-based) page it is on: a paragraph never runs across pages here, each page is flushed."""
     bookmarks = bookmarks or {}
     page_lines = [[ln.strip() for ln in p.replace("\r\n", "\n").replace("\r", "\n").split("\n")] for p in pages]
     running = _running_lines(page_lines)
     for i, lines in enumerate(page_lines):
+        page = i + 1
         marks = {_key(t): lvl for lvl, t in bookmarks.get(i, [])}
         found = {_heading_key(ln, marks) for ln in lines}
         for lvl, title in bookmarks.get(i, []):
             if _key(title) not in found:  # the bookmark's text is not on its page as a line
-                doc.add("h", title, level=lvl)
+                doc.add("h", title, level=lvl, page=page)
         body: list[str] = []
         for ln in lines:
             k = _heading_key(ln, marks)
             if k in marks:
-                _flush(doc, body)
-                doc.add("h", ln, level=marks.pop(k))
+                _flush(doc, body, page)
+                doc.add("h", ln, level=marks.pop(k), page=page)
             elif _DIGITS.sub("#", ln) in running:
-                _flush(doc, body)
-                doc.add("p", ln, boilerplate=True)
+                _flush(doc, body, page)
+                doc.add("p", ln, boilerplate=True, page=page)
             else:
                 body.append(ln)
-        _flush(doc, body)
+        _flush(doc, body, page)
 
 
-def _flush(doc: Document, lines: list[str]) -> None:
+def _flush(doc: Document, lines: list[str], page: int) -> None:
     for para in paragraphs(lines):
-        doc.add("p", para)
+        doc.add("p", para, page=page)
     lines.clear()
 
 
@@ -227,7 +229,11 @@ def convert_pdfminer(data: bytes, source: Source, mime: str) -> Document:
     except Exception as exc:  # pdfminer raises many kinds (PDFSyntaxError, PSException, struct.error...)
         kind = "syntax" if isinstance(exc, (PDFSyntaxError, PSException)) else type(exc).__name__
         raise CorruptFile(f"unreadable PDF ({kind}): {exc}") from exc
-    fill(doc, text.split("\f"))
+    pages = text.split("\f")
+    if len(pages) > 1 and not pages[-1].strip():
+        pages.pop()  # extract_text ends every page with a form feed, the last one too
+    doc.meta["pages"] = str(len(pages))
+    fill(doc, pages)
     doc.title = doc.meta.pop("title", "") or _first_line(doc) or source.name
     return doc
 

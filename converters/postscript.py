@@ -75,9 +75,9 @@ def _fill(doc: Document, pages: list[str]) -> int:
     paras = [paragraphs([unicodedata.normalize("NFKC", ln).strip() for ln in page.splitlines()]) for page in pages]
     seen = Counter(key for page in paras for key in {_DIGITS.sub("#", p) for p in page})
     repeated = max(2, (len(pages) + 1) // 2)
-    for page in paras:
+    for n, page in enumerate(paras, 1):
         for p in page:
-            doc.add("p", p, boilerplate=len(pages) > 1 and seen[_DIGITS.sub("#", p)] >= repeated)
+            doc.add("p", p, boilerplate=len(pages) > 1 and seen[_DIGITS.sub("#", p)] >= repeated, page=n)
     return len(pages)
 
 

@@ -6,6 +6,7 @@
     <h level="1">Results</h>
     <p>Sales <em>rose</em>, see <a href="https://example.org/q3">the Q3 table</a>.</p>
     <li level="1">first point</li>
+    <p page="2">Text that starts on the second page of a paged document.</p>
     <p boilerplate="1">Home | About | Contact</p>
     </doc>
 
@@ -45,6 +46,8 @@ def dumps(doc: Document) -> str:
             attrs += f' level="{b.level}"'
         if b.boilerplate:
             attrs += ' boilerplate="1"'
+        if b.page is not None:
+            attrs += f' page="{b.page}"'
         out.append(f"<{b.kind}{attrs}>")
         for r in b.runs:
             t = _text(r.text)
@@ -91,9 +94,21 @@ def _block(el: etree._Element) -> Block:
             runs.append(Inline(child.text or "", str(child.tag)))
         if child.tail:
             runs.append(Inline(child.tail))
+    page = el.get("page")
     return Block(
-        str(el.tag), runs, level=int(el.get("level", "0")), boilerplate=el.get("boilerplate") == "1"
+        str(el.tag),
+        runs,
+        level=int(el.get("level", "0")),
+        boilerplate=el.get("boilerplate") == "1",
+        page=None if page is None else _page(page),
     )
+
+
+def _page(value: str) -> int:
+    """A block's page attribute: a positive integer, or the tagged text is corrupt."""
+    if not value.isdigit() or int(value) < 1:
+        raise CorruptFile(f"a block's page must be a positive integer, not {value!r}")
+    return int(value)
 
 
 def plain_text(data: str | bytes) -> str:
