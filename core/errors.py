@@ -26,6 +26,7 @@
      │         ├── StoreLocked      another program holds a lock on the catalog
      │         └── StoreReadOnly    the index's file system or files are read-only
      ├── QueryError                 a malformed search query (carries the position)
+     ├── NotFound                   no such document for this caller: not indexed, or not readable
      ├── Interrupted                asked to stop (SIGTERM, Ctrl-C) with work left; what is done is committed
      ├── ConfigError                a bad setting, configuration file or home folder
      ├── AlreadyRunning             another daemon runs for this home
@@ -239,6 +240,14 @@ class QueryError(DeskdexError):
     def from_wire(cls, message: str, fields: dict[str, Any]) -> DeskdexError:
         position = fields.get("position")
         return cls(message, position if isinstance(position, int) and not isinstance(position, bool) else None)
+
+
+class NotFound(DeskdexError):
+    """No such document for this caller: one not indexed and one the caller may not read get the
+    same answer (the ``document`` op), so that the error tells nothing of others' files."""
+
+    code = "not_found"
+    shown_to_anyone = True  # its messages name nothing but what the caller asked for
 
 
 class Interrupted(DeskdexError):

@@ -65,9 +65,37 @@ if TYPE_CHECKING:
         total: int
         hits: list[SearchHit]
 
+    # The document op's answer: one indexed document's metadata and its text, block by block.
+    class DocumentBlock(TypedDict):
+        kind: str  # h, p, li, td, pre, quote (docs/tagged-text.md)
+        level: int
+        text: str  # the block's plain text, inline markup flattened
+        page: int | None  # 1-based page the block starts on; None: the format has no pages
+        boilerplate: bool
+        marks: list[list[int]]  # [start, end) character ranges in text where the query's terms match
+
+    class DocumentAnswer(TypedDict):
+        uri: str
+        path: str
+        title: str
+        mime: str
+        size: int
+        mtime: int
+        lang: str | None
+        pages: int | None
+        source: str
+        cluster: int
+        duplicates: int
+        similar: int
+        blocks: list[DocumentBlock]
+        marks: int  # the marks of every block returned, counted
+        truncated: bool  # the document has more blocks than max_blocks
+
 MAX_LINE = 1 << 20  # bytes: a request longer than this is refused, it cannot be one we understand
 MAX_LIMIT = 10_000  # results one search may ask for: tantivy allocates room for them before searching
 MAX_QUERY = 4096  # characters of a query: far above what people type, far below what costs seconds
+MAX_URI = 8192  # characters of a document's URI an op takes: a path the kernel takes is at most 4096 bytes
+MAX_BLOCKS = 100_000  # blocks of a document one document op may answer with
 MAX_NESTING = 32  # arrays and objects within one another in a request; a request needs 2
 SORTS = ("relevance", "date", "size")
 CRAWL_SCOPES = ("host", "domain", "prefix")  # where a crawl may go from its seeds (deskdex.webcrawl.urls)
@@ -156,6 +184,16 @@ OPS: dict[str, Op] = {op.name: op for op in (
        Arg("similar", str, None, "a hit's uri: every document of its cluster (copies and similar), ranked by "
                                  "the query, which may then be empty; none collapsed", nullable=True),
        public=True),
+    Op("document", "One indexed document: {uri, path, title, mime, size, mtime, lang, pages, source, cluster, "
+                   "duplicates, similar, blocks: [{kind, level, text, page, boilerplate, marks}], marks, truncated}; "
+                   "marks are [start, end) ranges in a block's text where the query's terms match, as snippets "
+                   "find them. Another user of an enterprise-mode daemon gets only a document they may read; "
+                   "one not indexed and one not readable are both not_found.",
+       Arg("uri", str, REQUIRED, "a hit's uri", longest=MAX_URI),
+       Arg("query", str, "", "the query whose terms are marked (docs/search.md); empty: none", longest=MAX_QUERY),
+       Arg("text", bool, True, "the text's blocks too (false: metadata only, blocks [])"),
+       Arg("max_blocks", int, 20_000, "blocks to answer with at most", minimum=1, maximum=MAX_BLOCKS),
+       public=True),
     Op("pause", "Hold indexing (changes are kept and applied on resume); answers {state}."),
     Op("resume", "Resume indexing; answers {state, paused: false}."),
     Op("watch_list", "The watched folders: {folders: [{path, documents, failed, offline}]}."),
@@ -222,6 +260,7 @@ ERRORS: dict[str, tuple[type[errors.DeskdexError], str]] = {cls.code: (cls, mean
     (errors.Busy, "the caller has its share of the daemon already (connections, searches at once, requests "
                   "a second: an enterprise-mode daemon's limits per user); try again shortly"),
     (errors.QueryError, "the query is malformed; the error's position field says where"),
+    (errors.NotFound, "no such document: not indexed, or not one the caller may read (the same answer for both)"),
     (errors.ConfigError, "a setting or folder is not acceptable (e.g. watch_add of something not a folder)"),
     (errors.IndexMissing, "nothing has been indexed yet"),
     (errors.IndexBusy, "another process holds the index's writer lock"),

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, Callable
 from deskdex import protocol
 from deskdex.converters import ocr_state
 from deskdex.errors import BadArgs
-from deskdex.index import EVERYONE, RemoteShard, may_read, open_shards, reports, search_shards
+from deskdex.index import EVERYONE, RemoteShard, document, may_read, open_shards, reports, search_shards
 from deskdex.paths import at_or_under
 from deskdex.pipeline import convert_one, near_duplicates
 
 if TYPE_CHECKING:
-    from deskdex.protocol import SearchResults
+    from deskdex.protocol import DocumentAnswer, SearchResults
 
     from .loop import Daemon
     from .server import Peer, Request
@@ -39,7 +39,7 @@ class Ops:
     def handlers(self) -> dict[str, Callable[[Request], Any]]:
         """The server's table: every op of the protocol, each given the checked request."""
         table: dict[str, Callable[[Request], Any]] = {
-            "status": self.status, "search": self.search, "pause": self.pause, "resume": self.resume,
+            "status": self.status, "search": self.search, "document": self.document, "pause": self.pause, "resume": self.resume,
             "watch_list": self.watch_list, "watch_add": self.watch_add, "watch_remove": self.watch_remove,
             "exclude_list": self.exclude_list, "exclude_add": self.exclude_add,
             "exclude_remove": self.exclude_remove, "dups": self.dups, "duplicates": self.duplicates,
@@ -126,6 +126,14 @@ class Ops:
             return search_shards([reader, *shards], a["query"], limit=a["limit"], offset=a["offset"], sort=a["sort"],
                                  collapse=not a["all"], reader=reader_uid, snippets=a["snippets"],
                                  similar=a["similar"])
+
+    def document(self, req: Request) -> DocumentAnswer:
+        """One document's metadata and marked text (index/documents.py), with the caller's rights
+        as a search's: one it may not read is not_found, as one not indexed."""
+        a = req.args
+        with self.daemon.reading() as reader:
+            return document(reader, a["uri"], a["query"], text=a["text"], max_blocks=a["max_blocks"],
+                            reader=self._reader_uid(req.peer))
 
     # -- root's (or the owner's) ops ------------------------------------------------------------------
     def dups(self, req: Request) -> dict[str, Any]:

@@ -425,7 +425,7 @@ class Server:
         handler = self.handlers.get(op.name)
         if handler is None:
             raise UnknownOp(f"{op.name}: this daemon does not serve it")
-        if op.name != "search":
+        if op.name not in ("search", "document"):  # document reads a whole text: a search's turn too
             return handler(Request(op.name, args, peer))
         with self._searches.turn(peer.uid if self._limited(peer) else None):
             return handler(Request(op.name, args, peer))

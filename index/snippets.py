@@ -306,6 +306,20 @@ class Snippets:
         return a.text + sep + b.text, a.spans + [[s + len(a.text) + len(sep), e + len(a.text) + len(sep)]
                                                  for s, e in b.spans]
 
+    def marks(self, text: str, lang: str | None = None) -> list[list[int]]:
+        """The [start, end) character ranges of the plain ``text`` (one block of a document, in
+        ``lang``) where the query's terms match, found as a snippet's highlights are: the
+        document op marks every hit of a preview with them. Overlapping ranges are merged."""
+        self._a = self._language(lang)
+        self.work.looked += len(text)
+        out: list[list[int]] = []
+        for m in self._matches(text):
+            if out and m.start < out[-1][1]:
+                out[-1][1] = max(out[-1][1], m.end)
+            else:
+                out.append([m.start, m.end])
+        return out
+
     def _places(self, text: _Text, wanted: list[int]) -> list[tuple[int, int]]:
         """(position, term) of the places of the ``wanted`` terms, reading until one passage
         holds them all, each has its fill of places, or EXTRA chunks after the one where the
