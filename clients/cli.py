@@ -216,7 +216,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "default every regular account) and serve every local user what they may read")
     s.add_argument("--broker", metavar="URL", default=None,
                    help="hand conversions to `deskdex worker` processes of this Redis broker (setting `broker`)")
+    s.add_argument("--web", metavar="HOST:PORT", default=None,
+                   help="serve the search page and REST API there (setting `web`; docs/web.md)")
     s.set_defaults(func=managing.cmd_daemon)
+
+    s = sub.add_parser("web", parents=[common], help="search from the browser: open the daemon's web page",
+                       description="Open the running daemon's search page in the browser, at an address carrying "
+                                   "its secret token. With no daemon running, run one in the foreground with the "
+                                   "web page on 127.0.0.1 (Ctrl-C stops both). docs/web.md")
+    s.add_argument("--address", metavar="HOST:PORT", default="127.0.0.1:0",
+                   help="where a daemon started here serves the page (default: any free port of 127.0.0.1)")
+    s.add_argument("--no-browser", action="store_true", help="print the address only")
+    s.set_defaults(func=managing.cmd_web)
 
     s = sub.add_parser("serve", parents=[common], help="answer other machines' searches of this index (a shard)",
                        description="Answer the merged searches of other machines, whose setting shards names this "

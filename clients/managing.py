@@ -11,14 +11,16 @@ import os
 import signal
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
 from deskdex import settings
-from deskdex.errors import ConfigError, Interrupted
+from deskdex.errors import ConfigError, DaemonUnavailable, Interrupted
 from deskdex.paths import Home
 
 from .ask import ask_daemon, home_of
+from .client import call
 from .reading import print_json, say
 
 if TYPE_CHECKING:
@@ -52,7 +54,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     # The daemon holds the writer: hand it the job. Without one, do it here.
     summary = _index_by_daemon(home.socket, paths, progress=not args.no_progress)
     if summary is None:
-        cfg = _with_broker(load_leniently(home.ensure()), args.broker)
+        cfg = _with_given(load_leniently(home.ensure()), {} if args.broker is None else {"broker": args.broker})
         workers = args.workers or os.cpu_count() or 2
         with stop_on_signal() as stop:
             summary = index_once(cfg, paths, workers=workers, progress=not args.no_progress, stop=stop,
@@ -207,14 +209,15 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     home = Home.resolve(getattr(args, "home", None), system=args.system).check().ensure(system=args.system)
     # Whatever the config file holds, the daemon starts: what does not fit is reported in status.
     cfg, problems = load_for_daemon(home, args.system)
-    return run_daemon(_with_broker(cfg, args.broker), once=args.once, system=args.system, problems=problems)
+    given = {k: v for k, v in (("broker", args.broker), ("web", getattr(args, "web", None))) if v is not None}
+    return run_daemon(_with_given(cfg, given), once=args.once, system=args.system, problems=problems)
 
 
-def _with_broker(cfg: settings.Config, broker: str | None) -> settings.Config:
-    """``cfg`` with ``--broker`` in place of the setting, for this run."""
-    if broker is None:
+def _with_given(cfg: settings.Config, given: dict[str, str]) -> settings.Config:
+    """``cfg`` with the command line's values (``--broker``, ``--web``) in place of the settings, for this run."""
+    if not given:
         return cfg
-    return dataclasses.replace(cfg, given={**cfg.given, "broker": broker}).given_over(cfg.values)
+    return dataclasses.replace(cfg, given={**cfg.given, **given}).given_over(cfg.values)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -384,8 +387,51 @@ def crawl_env(args: argparse.Namespace) -> CrawlEnv:
     def open_remote(broker: str | None) -> Any:
         from deskdex.cluster import remote_crawl
 
-        return remote_crawl(_with_broker(settings.load(home), broker))
+        return remote_crawl(_with_given(settings.load(home), {} if broker is None else {"broker": broker}))
 
     return CrawlEnv(config_path=home.config_file, state_path=os.path.join(home.data_dir, STATE_FILE),
                     open_sink=open_sink, known_pages=known_pages,
                     ask_daemon=lambda op, **kw: ask_daemon(args, op, **kw), open_remote=open_remote)
+
+
+def cmd_web(args: argparse.Namespace) -> int:
+    """The running daemon's web page, or a daemon run here with one (as `jupyter notebook` runs its
+    server): the address with its token is printed and opened in the browser."""
+    from deskdex.web import read_url
+
+    home = home_of(args)
+    try:
+        call(home.socket, "status")
+        running = True
+    except DaemonUnavailable:
+        running = False
+    if running:
+        served = read_url(home.runtime_dir)
+        if served is None:
+            print("deskdex: the running daemon serves no web page: set `web = \"127.0.0.1:0\"` in "
+                  f"{home.config_file} and restart it, or stop it and run `deskdex web`", file=sys.stderr)
+            return EXIT_ERROR
+        _show_url(served["url"], args.no_browser)
+        return 0
+    threading.Thread(target=_open_when_served, args=(home.runtime_dir, args.no_browser), daemon=True).start()
+    args.once, args.system, args.broker, args.web = False, False, None, args.address
+    return cmd_daemon(args)
+
+
+def _open_when_served(runtime_dir: str, no_browser: bool) -> None:
+    from deskdex.web import read_url
+
+    for _ in range(600):  # the daemon may first take a while to open a big index
+        served = read_url(runtime_dir)
+        if served is not None and served.get("pid") == os.getpid():
+            _show_url(served["url"], no_browser)
+            return
+        time.sleep(0.1)
+
+
+def _show_url(url: str, no_browser: bool) -> None:
+    print(f"deskdex web: {url}", flush=True)
+    if not no_browser:
+        import webbrowser
+
+        webbrowser.open(url)

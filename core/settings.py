@@ -96,20 +96,25 @@ def _shard(text: str) -> str | None:
     return None if not text or (m and int(m[1]) < int(m[2])) else f"{text!r} is not I/N with 0 <= I < N"
 
 
-def _host_port(text: str) -> tuple[str, int] | None:
+def _host_port(text: str, lowest: int = 1) -> tuple[str, int] | None:
     host, sep, port = text.rpartition(":")
-    return (host.strip("[]"), int(port)) if sep and host and port.isdigit() and 0 < int(port) < 65536 else None
+    return (host.strip("[]"), int(port)) if sep and host and port.isdigit() and lowest <= int(port) < 65536 else None
 
 
 def _listen(text: str) -> str | None:
     return None if not text or _host_port(text) else f"{text!r} is not HOST:PORT (a port from 1 to 65535)"
 
 
-def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port); ConfigError for anything else."""
-    where = _host_port(text)
+def _web(text: str) -> str | None:
+    return None if not text or _host_port(text, 0) else f"{text!r} is not HOST:PORT (a port from 0 to 65535)"
+
+
+def parse_listen(text: str, setting: str = "listen") -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port); ConfigError for anything else.
+    The setting web also takes port 0: any free port (the URL says which)."""
+    where = _host_port(text, 0 if setting == "web" else 1)
     if where is None:
-        raise ConfigError(f"setting listen: HOST:PORT, not {text!r}")
+        raise ConfigError(f"setting {setting}: HOST:PORT, not {text!r}")
     return where
 
 
@@ -234,7 +239,18 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("listen", "", "HOST:PORT where `deskdex serve` (and the daemon) answer other machines' merged "
                           "searches of this index, with the setting token. Empty: nothing listens.",
             check=_listen, shape="empty, or HOST:PORT"),
-    Setting("tls_cert", "", "With listen: the certificate (PEM, its chain after it) to serve HTTPS with; empty: HTTP.",
+    Setting("web", "", "HOST:PORT where the daemon serves its search page and REST API (docs/web.md); port 0: "
+                       "any free one. A user's daemon: 127.0.0.1 only, opened with a secret token (`deskdex web`); "
+                       "the system daemon: every account, after a login with its system password. Empty: no web.",
+            check=_web, shape="empty, or HOST:PORT"),
+    Setting("web_session_hours", 12.0, "The web UI: hours a login (or a token's cookie) lasts without use.",
+            low=0.01, high=720),
+    Setting("web_pam_service", "deskdex", "The system daemon's web login: the PAM service that checks passwords "
+                                          "(/etc/pam.d/NAME; PAM takes /etc/pam.d/other where there is none).",
+            check=lambda t: None if re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", t) else f"{t!r} is not a PAM service name",
+            shape="a PAM service name"),
+    Setting("tls_cert", "", "With listen or web: the certificate (PEM, its chain after it) to serve HTTPS with; "
+                            "empty: HTTP.",
             check=_path, shape="a file's path, or empty"),
     Setting("tls_key", "", "With tls_cert: its private key (PEM), when not in the certificate's file.",
             check=_path, shape="a file's path, or empty"),

@@ -120,9 +120,18 @@ class Settings:
     listen: str = ""
     """HOST:PORT where `deskdex serve` (and the daemon) answer other machines' merged searches of this index, with
     the setting token. Empty: nothing listens. Allowed: empty, or HOST:PORT."""
+    web: str = ""
+    """HOST:PORT where the daemon serves its search page and REST API (docs/web.md); port 0: any free one. A user's
+    daemon: 127.0.0.1 only, opened with a secret token (`deskdex web`); the system daemon: every account, after a
+    login with its system password. Empty: no web. Allowed: empty, or HOST:PORT."""
+    web_session_hours: float = 12.0
+    """The web UI: hours a login (or a token's cookie) lasts without use. Allowed: 0.01 to 720."""
+    web_pam_service: str = "deskdex"
+    """The system daemon's web login: the PAM service that checks passwords (/etc/pam.d/NAME; PAM takes
+    /etc/pam.d/other where there is none). Allowed: a PAM service name."""
     tls_cert: str = ""
-    """With listen: the certificate (PEM, its chain after it) to serve HTTPS with; empty: HTTP. Allowed: a file's
-    path, or empty."""
+    """With listen or web: the certificate (PEM, its chain after it) to serve HTTPS with; empty: HTTP. Allowed: a
+    file's path, or empty."""
     tls_key: str = ""
     """With tls_cert: its private key (PEM), when not in the certificate's file. Allowed: a file's path, or empty."""
     tls_ca: str = ""

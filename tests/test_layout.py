@@ -23,10 +23,13 @@ ALLOWED = {
     # what it sends back.
     "deskdex.cluster": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl"},
     "deskdex.pipeline": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl", "deskdex.cluster"},
+    # The web UI answers through the daemon's ops (a Backend the daemon hands it), reading files
+    # with an account's rights (converters' privilege); the daemon starts it.
+    "deskdex.web": {"deskdex", "deskdex.converters"},
     "deskdex.daemon": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl", "deskdex.pipeline",
-                       "deskdex.cluster"},
+                       "deskdex.cluster", "deskdex.web"},
     "deskdex.clients": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl", "deskdex.pipeline",
-                        "deskdex.daemon", "deskdex.packaging", "deskdex.cluster"},
+                        "deskdex.daemon", "deskdex.packaging", "deskdex.cluster", "deskdex.web"},
     "deskdex.packaging": set(),
 }
 

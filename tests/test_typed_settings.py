@@ -122,12 +122,15 @@ def test_a_value_that_does_not_fit_is_one_error_naming_the_setting(tmp_path, nam
 
 
 def test_the_broker_given_on_the_command_line_is_checked_like_the_setting(tmp_path):
-    from deskdex.clients.managing import _with_broker
+    from deskdex.clients.managing import _with_given
 
     cfg = settings.load(home(tmp_path))
-    assert _with_broker(cfg, "redis://127.0.0.1:6399/0").settings.broker == "redis://127.0.0.1:6399/0"
+    assert _with_given(cfg, {"broker": "redis://127.0.0.1:6399/0"}).settings.broker == "redis://127.0.0.1:6399/0"
     with pytest.raises(ConfigError, match=re.escape("broker must be empty, or a redis:// or rediss:// URL")):
-        _with_broker(cfg, "127.0.0.1:6379")
+        _with_given(cfg, {"broker": "127.0.0.1:6379"})
+    assert _with_given(cfg, {"web": "127.0.0.1:0"}).settings.web == "127.0.0.1:0"
+    with pytest.raises(ConfigError, match="web"):
+        _with_given(cfg, {"web": "localhost"})
 
 
 @pytest.mark.slow
