@@ -113,7 +113,8 @@ class WebApp:
             Route("/api/watch", self.api_watch, methods=["GET", "POST"]),
             Route("/api/exclude", self.api_exclude, methods=["GET", "POST"]),
             Route("/api/pause", self.api_pause, methods=["POST"]), Route("/api/resume", self.api_resume, methods=["POST"]),
-            Mount("/static", StaticFiles(directory=static)),
+            # follow_symlink: an editable install links each file from elsewhere; the folder is ours, read-only
+            Mount("/static", StaticFiles(directory=static, follow_symlink=True)),
         ])
         self.app.add_middleware(_Headers)
 
