@@ -71,7 +71,7 @@ class Options:
     token: str
     session_hours: float
     pam_service: str
-    secure_cookies: bool  # served over TLS (or on loopback, where browsers take Secure cookies over HTTP)
+    tls: bool  # served over HTTPS itself (not behind a proxy)
     threads: int = 4  # ops run at once for the web: each holds a reader of the index
 
 
@@ -139,7 +139,7 @@ class WebApp:
                                                           "`deskdex web` prints"), anyone=True))
         if self.options.system:
             raise _Refused(RedirectResponse("/login?next=" + urllib.parse.quote(_local_target(request)), 303))
-        raise _Refused(self.render("denied.html", None, status=401))
+        raise _Refused(self.render("denied.html", None, code=401))
 
     def check_post(self, request: Request, session: Session | None, form: dict[str, str]) -> None:
         """A state-changing request: from this origin (Origin, else Referer, when the browser sends
@@ -159,11 +159,11 @@ class WebApp:
     def anyone(self, session: Session | None) -> bool:
         return self.options.system and (session is None or session.account.uid != 0)
 
-    def render(self, name: str, session: Session | None, status: int = 200, **values: Any) -> HTMLResponse:
+    def render(self, name: str, session: Session | None, code: int = 200, **values: Any) -> HTMLResponse:
         html = self.templates.get_template(name).render(session=session, system=self.options.system,
                                                        owner_ops=session is not None and self.may_manage(session),
                                                        **values)
-        return HTMLResponse(html, status_code=status)
+        return HTMLResponse(html, status_code=code)
 
     def may_manage(self, session: Session) -> bool:
         return not self.options.system or session.account.uid == 0
@@ -222,7 +222,7 @@ class WebApp:
             doc = await self.call(session, "document", uri=uri, query="", text=True)
         except DeskdexError as exc:
             error = protocol.error_object(exc, self.anyone(session))
-            return self.render("error.html", session, status=HTTP_STATUS.get(error["code"], 500), error=error)
+            return self.render("error.html", session, code=HTTP_STATUS.get(error["code"], 500), error=error)
         return self.render("doc.html", session, doc=doc, q=q, downloadable="#" not in doc["uri"],
                            inline=doc["mime"] in INLINE_TYPES)
 
@@ -290,10 +290,12 @@ class WebApp:
         address bar (and the history) by a redirect."""
         token = request.query_params.get("token", "")
         if not same_secret(token, self.options.token):
-            return self.render("denied.html", None, status=401)
+            return self.render("denied.html", None, code=401)
         response = RedirectResponse("/", 303)
+        # Secure only over TLS: a user's daemon serves plain HTTP on 127.0.0.1, where a client other
+        # than a browser (which counts loopback as secure) would not send a Secure cookie back.
         response.set_cookie(TOKEN_COOKIE, token, max_age=int(self.options.session_hours * 3600), httponly=True,
-                            samesite="strict", secure=self.options.secure_cookies, path="/")
+                            samesite="strict", secure=self.options.tls, path="/")
         return response
 
     async def page_login(self, request: Request) -> Response:
@@ -310,7 +312,7 @@ class WebApp:
         user, password = form.get("user", "")[:256], form.get("password", "")
         session, error = await self.log_in(request, user, password)
         if session is None:
-            return self.render("login.html", None, status=401 if "wait" not in error else 429,
+            return self.render("login.html", None, code=401 if "wait" not in error else 429,
                                next=_safe_next(form.get("next", "/")), error=error, user=user)
         response = RedirectResponse(_safe_next(form.get("next", "/")), 303)
         self.set_session_cookie(response, session)
@@ -330,8 +332,9 @@ class WebApp:
         return self.sessions.create(account), ""
 
     def set_session_cookie(self, response: Response, session: Session) -> None:
-        response.set_cookie(SESSION_COOKIE, session.sid, httponly=True, samesite="strict",
-                            secure=self.options.secure_cookies, path="/")
+        # Always Secure: the system daemon serves HTTPS, or plain HTTP on loopback behind a TLS proxy
+        # (browsers count http://127.0.0.1 as secure too).
+        response.set_cookie(SESSION_COOKIE, session.sid, httponly=True, samesite="strict", secure=True, path="/")
 
     async def logout(self, request: Request) -> Response:
         session = self.session_of(request)

@@ -78,7 +78,7 @@ class WebServer:
         self.tls = (tls_cert, tls_key or None) if tls_cert else None
         self.token = "" if system else secrets.token_urlsafe(32)
         self.web = WebApp(backend, Options(system=system, token=self.token, session_hours=session_hours,
-                                           pam_service=pam_service, secure_cookies=bool(tls_cert) or loopback))
+                                           pam_service=pam_service, tls=bool(tls_cert)))
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
         self._stop: asyncio.Event | None = None
