@@ -385,7 +385,9 @@ class WebApp:
         return response
 
     async def api_openapi(self, request: Request) -> Response:
-        return JSONResponse(openapi())
+        async def work(s: Session) -> Any:
+            return openapi()
+        return await self.api(request, work)
 
     async def api_search(self, request: Request) -> Response:
         p = request.query_params
