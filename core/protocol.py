@@ -38,7 +38,7 @@ from . import errors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Mapping, TypedDict
+    from typing import Any, Mapping, NotRequired, TypedDict
 
     # The search op's answer (JSON objects, so dicts): the one form of a search result, which
     # deskdex.index.search builds and the clients render, over the socket or straight from the index.
@@ -61,9 +61,22 @@ if TYPE_CHECKING:
         similar: int  # the other documents of its cluster (other formats, versions, translations): never hidden
         lang: str | None  # ISO 639-1 code of the language detected in its text; None: not told
 
+    class FacetValue(TypedDict):
+        value: str
+        count: int
+        filter: str  # query-language text that narrows the query to this value
+
+    class Facets(TypedDict):
+        type: list[FacetValue]
+        lang: list[FacetValue]
+        folder: list[FacetValue]
+        year: list[FacetValue]
+        counted: int  # matches counted (the first MAX_COUNTED of index/facets.py)
+
     class SearchResults(TypedDict):
         total: int
         hits: list[SearchHit]
+        facets: NotRequired[Facets]  # with the search op's facets argument
 
     # The document op's answer: one indexed document's metadata and its text, block by block.
     class DocumentBlock(TypedDict):
@@ -183,6 +196,8 @@ OPS: dict[str, Op] = {op.name: op for op in (
        Arg("snippets", bool, True, "compute snippets (off for paths only: faster)"),
        Arg("similar", str, None, "a hit's uri: every document of its cluster (copies and similar), ranked by "
                                  "the query, which may then be empty; none collapsed", nullable=True),
+       Arg("facets", bool, False, "also count the first 1,000 matches by type, language, folder and year, each "
+                                  "value with the filter that narrows the query to it"),
        public=True),
     Op("document", "One indexed document: {uri, path, title, mime, size, mtime, lang, pages, source, cluster, "
                    "duplicates, similar, blocks: [{kind, level, text, page, boilerplate, marks}], marks, truncated}; "

@@ -125,7 +125,7 @@ class Ops:
             shards = open_shards(stack, s.shards, s.token, s.tls_ca, self._served)
             return search_shards([reader, *shards], a["query"], limit=a["limit"], offset=a["offset"], sort=a["sort"],
                                  collapse=not a["all"], reader=reader_uid, snippets=a["snippets"],
-                                 similar=a["similar"])
+                                 similar=a["similar"], facets=a["facets"])
 
     def document(self, req: Request) -> DocumentAnswer:
         """One document's metadata and marked text (index/documents.py), with the caller's rights

@@ -19,6 +19,8 @@ from . import query as query_language
 from .query import WordStats
 from .access import EVERYONE
 from .collection import Collection
+from .facets import MAX_COUNTED, FacetCounts
+from .facets import count as count_facets
 from .fulltext import body_field
 from .originals import originality
 from .readable import ReadableClusters
@@ -54,7 +56,7 @@ def parse(index: tantivy.Index, query: str, readable: ReadableClusters | None = 
 
 def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snippets: bool = True,
            sort: str = "relevance", collapse: bool = True, reader: int | None = None,
-           similar: str | None = None, stats: WordStats | None = None) -> SearchResults:
+           similar: str | None = None, stats: WordStats | None = None, facets: bool = False) -> SearchResults:
     """Ranked hits; with ``collapse`` one per group of copies (index/readable.py: the same text
     in the same format, or near-copies of one format and language), where its best hit ranks,
     each saying how many copies it stands for (``duplicates``) and how many other documents of
@@ -71,23 +73,19 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
     score of a hit is the sum of the weights of the fields its words matched, not BM25 (whose
     statistics count every document); hits of equal score go newest first, then by URI;
     copies, similar documents, counts and ``dup:`` count readable documents only; snippets are chosen
-    with word statistics of the hits shown."""
+    with word statistics of the hits shown.
+
+    ``facets``: the answer gains ``facets``, the first matches counted by type, language, folder
+    and year (index/facets.py), found by a search of their own: a search without them costs nothing more."""
     if sort not in SORTS:
         raise QueryError(f"cannot sort by {sort!r}: use one of {', '.join(SORTS)}")
     if not (0 < limit <= MAX_LIMIT and 0 <= offset <= MAX_LIMIT):  # the protocol's bounds, for every caller
         raise BadArgs(f"limit must be 1 to {MAX_LIMIT} and offset 0 to {MAX_LIMIT}, not {limit} and {offset}")
     readable = ReadableClusters(coll.catalog.db, reader) if reader is not None else None
     view = readable or ReadableClusters(coll.catalog.db, None)
-    if similar is None:
-        q = parse(coll.index, query, readable, stats)
-    else:
-        q = _among_similar(coll, parse(coll.index, query, readable, stats) if query.strip() else None, similar, view)
+    q = _query(coll, query, readable, view, similar, stats)
+    if similar is not None:
         collapse, snippets = False, snippets and bool(query.strip())
-    if reader is not None:
-        allowed = tantivy.Query.term_set_query(coll.index.schema, "reader", [reader, EVERYONE])
-        # Scored 0: a reader's scores are the query's weights alone.
-        q = tantivy.Query.boolean_query([(tantivy.Occur.Must, q),
-                                         (tantivy.Occur.Must, tantivy.Query.const_score_query(allowed, 0.0))])
     try:
         coll.index.reload()
     except ValueError as exc:
@@ -97,23 +95,65 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
     searcher = coll.index.searcher()
     if readable is not None:
         picked, total = _reader_hits(searcher, q, sort, offset + limit, collapse, readable)
-        return _results(coll, searcher, query, picked[offset:offset + limit], total, sort, snippets, readable)
-    if not collapse:
+        out = _results(coll, searcher, query, picked[offset:offset + limit], total, sort, snippets, readable)
+    elif not collapse:
         # limit 0 panics inside tantivy (a BaseException): always ask for at least one hit.
         result = searcher.search(q, max(1, limit), count=True, offset=offset, order_by_field=SORTS[sort])
-        return _results(coll, searcher, query, result.hits[:limit], result.count or 0,  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
-                        sort, snippets, view)
-    window = (offset + limit) * 3 + 20
-    while True:
-        result = searcher.search(q, window, count=True, order_by_field=SORTS[sort])
-        picked = _collapse(searcher, result.hits, sort, view)
-        if len(picked) >= offset + limit or len(result.hits) < window or window >= MAX_WINDOW:
-            break
-        # Many duplicates among the first hits: look further, but not through the whole index
-        # (each hit looked at is a document read).
-        window = min(window * 4, MAX_WINDOW)
-    total = result.count or 0  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
-    return _results(coll, searcher, query, picked[offset:offset + limit], total, sort, snippets, view)
+        out = _results(coll, searcher, query, result.hits[:limit], result.count or 0,  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
+                       sort, snippets, view)
+    else:
+        window = (offset + limit) * 3 + 20
+        while True:
+            result = searcher.search(q, window, count=True, order_by_field=SORTS[sort])
+            picked = _collapse(searcher, result.hits, sort, view)
+            if len(picked) >= offset + limit or len(result.hits) < window or window >= MAX_WINDOW:
+                break
+            # Many duplicates among the first hits: look further, but not through the whole index
+            # (each hit looked at is a document read).
+            window = min(window * 4, MAX_WINDOW)
+        total = result.count or 0  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
+        out = _results(coll, searcher, query, picked[offset:offset + limit], total, sort, snippets, view)
+    if facets:
+        out["facets"] = _facet_counts(searcher, q, sort, readable).answer()
+    return out
+
+
+def facet_counts(coll: Collection, query: str, sort: str = "relevance", reader: int | None = None,
+                 stats: WordStats | None = None) -> FacetCounts:
+    """The facet counts of ``query``'s first matches in ``coll`` (as ``search`` with ``facets``),
+    to be merged with other shards' (index/shards.py)."""
+    if sort not in SORTS:
+        raise QueryError(f"cannot sort by {sort!r}: use one of {', '.join(SORTS)}")
+    readable = ReadableClusters(coll.catalog.db, reader) if reader is not None else None
+    q = _query(coll, query, readable, readable or ReadableClusters(coll.catalog.db, None), None, stats)
+    return _facet_counts(coll.index.searcher(), q, sort, readable)
+
+
+def _query(coll: Collection, query: str, readable: ReadableClusters | None, view: ReadableClusters,
+           similar: str | None, stats: WordStats | None) -> tantivy.Query:
+    """The tantivy query of a search: ``query``, among ``similar``'s cluster when given, and for a
+    reader among the documents it may read."""
+    if similar is None:
+        q = parse(coll.index, query, readable, stats)
+    else:
+        q = _among_similar(coll, parse(coll.index, query, readable, stats) if query.strip() else None, similar, view)
+    if readable is not None:
+        allowed = tantivy.Query.term_set_query(coll.index.schema, "reader", [readable.uid, EVERYONE])
+        # Scored 0: a reader's scores are the query's weights alone.
+        q = tantivy.Query.boolean_query([(tantivy.Occur.Must, q),
+                                         (tantivy.Occur.Must, tantivy.Query.const_score_query(allowed, 0.0))])
+    return q
+
+
+def _facet_counts(searcher: tantivy.Searcher, q: tantivy.Query, sort: str,
+                  readable: ReadableClusters | None) -> FacetCounts:
+    """The facets of the first MAX_COUNTED matches of ``q``, every copy counted. A reader's are
+    picked in the order that depends on what it may read alone (``_reader_hits``), so that the
+    counts tell nothing of others' documents."""
+    picked = searcher.search(q, MAX_COUNTED + 1, order_by_field=SORTS[sort]).hits
+    if readable is not None and len(picked) > MAX_COUNTED:  # fewer: all are counted, in any order
+        picked, _ = _reader_hits(searcher, q, sort, MAX_COUNTED, False, readable)
+    return count_facets(searcher, [address for _, address in picked[:MAX_COUNTED]])
 
 
 def _among_similar(coll: Collection, q: tantivy.Query | None, uri: str, view: ReadableClusters) -> tantivy.Query:

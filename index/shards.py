@@ -19,7 +19,10 @@ whose ``duplicates`` counts the other's copies too. What a shard cannot see stay
 Scores are made as one index of every shard's documents would make them: the query is built with
 the shards' pooled word statistics (``Pooled``), and each candidate's BM25 re-weighed from tantivy's
 explanation of it (``_global_scores``). On 6,000 notes over 3 shards the re-weighed scores equal the
-one index's (benchmarks/shards_search.py); tests/test_shards.py checks the top tens on real prose."""
+one index's (benchmarks/shards_search.py); tests/test_shards.py checks the top tens on real prose.
+
+Facets (``facets``) are counted over the first matches of each shard on this machine, merged; a
+shard served elsewhere adds none (its answer has no facet counts)."""
 
 from __future__ import annotations
 
@@ -38,7 +41,8 @@ from .collection import Collection
 from .query import scored_terms
 from .readable import CopyKey, are_copies, copy_keys
 from .remote import RemoteShard
-from .search import add_snippets, search
+from .facets import FacetCounts
+from .search import add_snippets, facet_counts, search
 
 if TYPE_CHECKING:
     from deskdex.protocol import SearchHit, SearchResults
@@ -238,20 +242,20 @@ def _key(hit: SearchHit, sort: str) -> tuple[Any, ...]:
 
 def search_shards(shards: Sequence[Collection | RemoteShard], query: str, limit: int = 10, offset: int = 0,
                   snippets: bool = True, sort: str = "relevance", collapse: bool = True,
-                  reader: int | None = None, similar: str | None = None) -> SearchResults:
+                  reader: int | None = None, similar: str | None = None, facets: bool = False) -> SearchResults:
     """index.search over every shard of ``shards`` as one (see the module's docstring). The first
     is this home's collection."""
     first = shards[0]
     assert isinstance(first, Collection)
     if len(shards) == 1:
         return search(first, query, limit=limit, offset=offset, snippets=snippets, sort=sort,
-                      collapse=collapse, reader=reader, similar=similar)
+                      collapse=collapse, reader=reader, similar=similar, facets=facets)
     local = [c for c in shards if isinstance(c, Collection)]
     if similar is not None:
         # A cluster lives in one shard: the one whose catalog holds the hit (of those on this machine).
         holder = next((c for c in local if c.catalog.get(similar) is not None), first)
         return search(holder, query, limit=limit, offset=offset, snippets=snippets, sort=sort,
-                      collapse=collapse, reader=reader, similar=similar)
+                      collapse=collapse, reader=reader, similar=similar, facets=facets)
     if reader is not None and len(local) < len(shards):
         raise StoreError("a shard served elsewhere answers with everything it holds: it is not searched for "
                          "another account (enterprise mode); name its folder instead")
@@ -286,7 +290,13 @@ def search_shards(shards: Sequence[Collection | RemoteShard], query: str, limit:
             return [h for h, holder in page if holder is s]
 
         _each(shards, lambda r: r.snippets(query, mine(r)), lambda c: add_snippets(c, query, mine(c)))
-    return {"total": total, "hits": [h for h, _ in page]}
+    out: SearchResults = {"total": total, "hits": [h for h, _ in page]}
+    if facets:
+        counts = FacetCounts()
+        for c in local:
+            counts.add(facet_counts(c, query, sort, reader, pooled))
+        out["facets"] = counts.answer()
+    return out
 
 
 def _each(shards: Sequence[Collection | RemoteShard], remote: Callable[[RemoteShard], T],
