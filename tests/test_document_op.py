@@ -119,6 +119,26 @@ def test_rights_as_a_search_on_a_stamped_collection(tmp_path: Path) -> None:
         assert str(theirs.value) == str(absent.value)
 
 
+def test_marks_as_snippets_find_them(tmp_path: Path) -> None:
+    """Accents, stems, prefixes, fuzzy words and CJK runs are marked where the index matched them;
+    a block the query does not touch has none."""
+    texts = ["Le Café ouvre à huit heures.", "Configuration files configure everything.", "全文検索の仕組み",
+             "Nothing to see here.", "A serch engine, misspelt."]
+    with Collection.open(str(tmp_path / "data"), writable=True) as coll:
+        coll.put(Row(uri="file:///m.txt", path="/m.txt", size=1, mtime=1_700_000_000, mime="text/plain", title="m"),
+                 Document(uri="file:///m.txt", mime="text/plain", title="m", blocks=[Block.of("p", t) for t in texts]))
+        coll.commit()
+    with Collection.open(str(tmp_path / "data")) as coll:
+        def marks(query: str) -> list[list[list[int]]]:
+            return [b["marks"] for b in document(coll, "file:///m.txt", query)["blocks"]]
+
+        assert marks("cafe") == [spans(texts[0], "Café"), [], [], [], []]
+        assert marks("config*")[1] == spans(texts[1], "Configuration", "configure")
+        assert marks("検索")[2] == [[2, 4]]
+        assert marks("search~")[4] == spans(texts[4], "serch")
+        assert marks("ext:txt -nothing") == [[]] * 5
+
+
 REQUEST = ("import json,socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f=s.makefile('rwb');"
            "[(f.write(json.dumps(r).encode()+b'\\n'), f.flush(), print(f.readline().decode().strip())) for r in "
            "json.loads(sys.argv[2])]")
