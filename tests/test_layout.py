@@ -25,7 +25,7 @@ ALLOWED = {
     "deskdex.pipeline": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl", "deskdex.cluster"},
     # The web UI answers through the daemon's ops (a Backend the daemon hands it), reading files
     # with an account's rights (converters' privilege); the daemon starts it.
-    "deskdex.web": {"deskdex", "deskdex.converters"},
+    "deskdex.web": {"deskdex", "deskdex.converters", "deskdex.index"},  # the tray's search as you type
     "deskdex.daemon": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl", "deskdex.pipeline",
                        "deskdex.cluster", "deskdex.web"},
     "deskdex.clients": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl", "deskdex.pipeline",

@@ -33,6 +33,7 @@ from starlette.staticfiles import StaticFiles
 from deskdex import protocol
 from deskdex.converters import RunAs, as_user
 from deskdex.errors import BadArgs, DeskdexError, Forbidden, NotFound, QueryError, TooLarge
+from deskdex.index import prefix_last_word
 
 from .auth import Account, LoginLimiter, Session, Sessions, check_password, same_secret
 from .openapi import openapi
@@ -198,9 +199,12 @@ class WebApp:
                                   "results": None, "error": None, "pages": 0, "took_ms": None}
         if not q.strip() and not similar:
             return values
+        # While typing (the script's searches as you type), the unfinished last word also matches as a
+        # prefix, as in the tray: `zep` finds zephyr.
+        query = prefix_last_word(q) if p.get("typing") == "1" else q
         started = time.perf_counter()
         try:
-            results = await self.call(session, "search", query=q, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE,
+            results = await self.call(session, "search", query=query, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE,
                                        sort=sort, snippets=True, facets=similar is None, similar=similar)
         except DeskdexError as exc:
             values["error"] = protocol.error_object(exc, self.anyone(session))

@@ -18,7 +18,7 @@
     return p;
   }
 
-  async function refresh(page) {
+  async function refresh(page, typing) {
     const p = params(page);
     const key = p.toString();
     if (key === shown) return;
@@ -26,7 +26,9 @@
     pending = new AbortController();
     const started = performance.now();
     try {
-      const r = await fetch("/results?" + key, {signal: pending.signal, credentials: "same-origin"});
+      // typing=1: the server also matches the unfinished last word as a prefix
+      const r = await fetch("/results?" + key + (typing ? "&typing=1" : ""),
+                            {signal: pending.signal, credentials: "same-origin"});
       if (r.status === 401 || r.redirected) { window.location.reload(); return; }
       const html = await r.text();
       results.innerHTML = html;  // the server's template escaped every value in it
@@ -42,7 +44,7 @@
 
   if (form && box && results) {
     shown = params().toString();
-    box.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => refresh(1), 120); });
+    box.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => refresh(1, true), 120); });
     document.getElementById("sort").addEventListener("change", () => refresh(1));
     form.addEventListener("submit", (e) => { e.preventDefault(); clearTimeout(timer); shown = null; refresh(1); });
     results.addEventListener("click", (e) => {
