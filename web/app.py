@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 import time
 import urllib.parse
@@ -625,5 +626,9 @@ def marked(text: str, marks: list[list[int]] | None, first: int = 0) -> Markup:
 
 
 def query_with(q: str, extra: str) -> str:
-    """The query narrowed by a facet's filter."""
-    return f"{q} {extra}".strip() if extra not in q else q
+    """The query narrowed by a facet's filter: in parentheses when it has an OR, which binds looser
+    than the AND the filter is joined with (docs/search.md, "Facets")."""
+    if extra in q:
+        return q
+    q = q.strip()
+    return f"({q}) {extra}" if re.search(r"\bOR\b", q) else f"{q} {extra}".strip()
