@@ -63,6 +63,11 @@ class Users:
         subprocess.run(["groupdel", self.group], capture_output=True)
 
 
+def set_password(name: str, password: str) -> None:
+    """Give account ``name`` a password (chpasswd), for the system daemon's web login through PAM."""
+    subprocess.run(["chpasswd"], input=f"{name}:{password}\n", text=True, check=True, capture_output=True)
+
+
 @dataclass(frozen=True)
 class Installed:
     """deskdex installed where every account may read and run it."""
