@@ -408,20 +408,22 @@ class WebApp:
         p = request.query_params
 
         async def work(s: Session) -> Any:
-            return await self.call(s, "document", uri=p.get("uri", ""), query=p.get("q", ""),
+            return await self.call(s, "document", **_given(p, uri="uri"), query=p.get("q", ""),
                                    text=p.get("text", "1") != "0")
         return await self.api(request, work)
 
     async def api_duplicates(self, request: Request) -> Response:
         async def work(s: Session) -> Any:
-            return await self.call(s, "duplicates", uri=request.query_params.get("uri", ""))
+            return await self.call(s, "duplicates", **_given(request.query_params, uri="uri"))
         return await self.api(request, work)
 
     async def api_similar(self, request: Request) -> Response:
         p = request.query_params
 
         async def work(s: Session) -> Any:
-            return await self.call(s, "search", query="", similar=p.get("uri", ""), limit=_int(p, "limit", 20),
+            if "uri" not in p:
+                raise BadArgs("uri: the URI of an indexed document is required")
+            return await self.call(s, "search", query="", similar=p["uri"], limit=_int(p, "limit", 20),
                                    snippets=False)
         return await self.api(request, work)
 
@@ -548,6 +550,12 @@ def _int(params: Any, name: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise BadArgs(f"{name} must be an integer, not {value[:50]!r}") from None
+
+
+def _given(params: Any, **names: str) -> dict[str, str]:
+    """The op's arguments (keys) from the URL's parameters (values) that the URL has: one left out
+    is the op's own "required" error (bad_args), not an empty value looked up as a document."""
+    return {arg: params[name] for arg, name in names.items() if name in params}
 
 
 def _bounded_int(text: str | None, default: int, low: int, high: int) -> int:

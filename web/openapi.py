@@ -85,6 +85,11 @@ def openapi() -> dict[str, Any]:
             "properties": {"user": {"type": "string"}, "password": {"type": "string"}}}}}},
         "responses": {"200": {"description": "{user, uid, csrf}: send csrf as X-CSRF-Token with every POST"},
                       "401": {"description": "wrong name or password"}, "429": {"description": "too many failures"}}}}
+    paths["/api/logout"] = {"post": {
+        "summary": "end the session (the system daemon) or forget the token's cookie", "operationId": "post_logout",
+        "responses": {"200": {"description": "{ok: true}"},
+                      "default": {"description": "an error", "content": {"application/json": {
+                          "schema": {"$ref": "#/components/schemas/Error"}}}}}}}
     return {
         "openapi": "3.1.0",
         "info": {"title": "deskdex", "version": version_line().removeprefix("deskdex "),
