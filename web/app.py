@@ -54,7 +54,9 @@ SECURITY_HEADERS = {
     "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
                                "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",  # the desktop's first URL carries the token
+    # same-origin, not no-referrer: under no-referrer a browser sends "Origin: null" with a form POST,
+    # which the origin check refuses (no login or logout from the page); other origins still get nothing.
+    "referrer-policy": "same-origin",
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
