@@ -175,6 +175,13 @@ def test_without_the_token_every_page_and_call_is_refused(web: Web) -> None:
             r = stranger.get("/", params={"token": wrong})
             assert r.status_code == 401 and "set-cookie" not in r.headers, wrong
         assert stranger.get("/api/status").json()["error"]["code"] == "unauthenticated"
+        # The right token in the URL: a cookie only this origin's pages send, and the token leaves the address.
+        first = stranger.get("/", params={"token": token})
+        assert first.status_code == 303 and first.headers["location"] == "/"
+        assert first.headers["referrer-policy"] in ("no-referrer", "same-origin")  # the token goes to no other site
+        cookie = first.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie
+        stranger.cookies.clear()
         # The right token, as a script sends it: answered.
         assert stranger.get("/api/status", headers={"Authorization": f"Bearer {token}"}).status_code == 200
     assert pause_state(web) is False
@@ -501,6 +508,12 @@ def test_logout_ends_the_session(system: System) -> None:
         assert page.status_code == 303 and page.headers["location"].startswith("/login")
     finally:
         c.close()
+    # After a login the form goes to a path of this site only, never to another (an open redirect).
+    with system.client("127.0.0.5") as form:
+        for target in ("//evil.example/x", "https://evil.example/", "/\\evil.example", "javascript:alert(1)"):
+            r = form.post("/login", data={"user": system.users.a, "password": system.passwords[system.users.a],
+                                          "next": target})
+            assert r.status_code == 303 and r.headers["location"] == "/", (target, r.headers.get("location"))
 
 
 def test_sessions_expire_when_unused() -> None:
