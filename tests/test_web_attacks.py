@@ -87,6 +87,14 @@ def test_markup_in_names_and_text_is_shown_as_text(web: Web) -> None:
         has_csp(r)
         for raw in ("<script>alert", "<img src=x onerror", "<b onmouseover"):
             assert raw not in r.text, f"{name}: raw {raw!r} in the page"
+    # Markup in the request itself: echoed escaped, or not at all.
+    echoed = [web.client.get("/", params={"q": "quince", "similar": '"><script>alert(8)</script>', "sort": "<script>"}),
+              web.client.get("/doc", params={"uri": "<script>alert(9)</script>", "q": '"><script>alert(10)</script>'}),
+              web.client.get("/file", params={"uri": "<script>alert(11)</script>"})]
+    for r in echoed:
+        has_csp(r)
+        assert "<script>alert" not in r.text, (r.request.url, r.text[:2000])
+    assert "&#34;&gt;&lt;script&gt;alert(8)" in echoed[0].text and echoed[1].status_code == 404
     assert "&lt;img src=x onerror=alert(1)&gt;.txt" in pages["search"].text  # the name, escaped
     assert "&lt;script&gt;alert(" in pages["results"].text  # the snippet, escaped
     assert "&lt;script&gt;alert(" in pages["preview"].text and "&lt;b onmouseover=alert(3)&gt;" in pages["preview"].text
@@ -499,6 +507,11 @@ def test_logout_ends_the_session(system: System) -> None:
     try:
         assert c.get("/api/search", params={"q": "alpha"}).status_code == 200
         assert c.post("/logout", data={}).status_code == 403  # no CSRF token: a foreign page cannot log one out
+        # Nor log one in to an account of its choosing (login CSRF): the origin is checked before the password.
+        for path, kw in (("/api/login", {"json": {"user": system.users.a, "password": system.passwords[system.users.a]}}),
+                         ("/login", {"data": {"user": system.users.a, "password": system.passwords[system.users.a]}})):
+            r = c.post(path, headers={"Origin": EVIL}, **kw)
+            assert r.status_code == 403 and "set-cookie" not in r.headers, (path, r.text)
         assert c.get("/api/status").status_code == 200
         out = c.post("/logout", data={"csrf": csrf})
         assert out.status_code == 303 and out.headers["location"] == "/login"
