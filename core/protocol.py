@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         duplicates: int  # its copies (same text and format, or near-copies): what a collapsed hit stands for
         similar: int  # the other documents of its cluster (other formats, versions, translations): never hidden
         lang: str | None  # ISO 639-1 code of the language detected in its text; None: not told
+        page: int | None  # paged documents: the 1-based page of the snippet's first highlight; else None
 
     class FacetValue(TypedDict):
         value: str
@@ -186,7 +187,8 @@ OPS: dict[str, Op] = {op.name: op for op in (
        Arg("failures", bool, False, "also list every failed file with its reason (root or the owner only)"),
        public=True),
     Op("search", "Ranked hits: {total, hits: [{uri, path, title, snippet, highlights, score, mime, mtime, size, "
-                 "ext, source, cluster, duplicates, similar}]}. Another user of an enterprise-mode daemon finds only "
+                 "ext, source, cluster, duplicates, similar, lang, page}]}; page: the page of a paged "
+                 "document the snippet's first highlight is on. Another user of an enterprise-mode daemon finds only "
                  "what they may read, ranked and counted from what they may read alone (docs/search.md).",
        Arg("query", str, REQUIRED, "the query (docs/search.md)", longest=MAX_QUERY),
        Arg("limit", int, 10, "hits to return", minimum=1, maximum=MAX_LIMIT),

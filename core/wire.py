@@ -24,7 +24,7 @@ worker can add one. Imports msgspec, which costs 50 ms: never on the ``deskdex``
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal, TypedDict, TypeVar, get_args
+from typing import Annotated, Any, Literal, NotRequired, TypedDict, TypeVar, get_args
 
 import msgspec
 
@@ -101,6 +101,7 @@ class Hit(TypedDict):
     duplicates: int
     similar: int
     lang: str | None
+    page: NotRequired[int | None]  # of a snippet, which /search does not make (a shard before pages: none)
 
 
 # index/readable.py's CopyKey.to_json: text_sum, mime, lang, uri, size, fingerprints.
@@ -124,6 +125,9 @@ Highlights = list[tuple[int, int]]
 
 class SnippetsAnswer(Answer):
     snippets: dict[str, tuple[str | None, Highlights | None]]  # by URI: the snippet and its highlights
+    # By URI: the page of a paged document's snippet. Apart from ``snippets``, whose pairs a shard
+    # from before pages sends and reads: from one of those, none (a newer field is ignored).
+    pages: dict[str, int | None] = {}
 
 
 class ErrorAnswer(Answer, omit_defaults=True):

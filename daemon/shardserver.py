@@ -121,14 +121,16 @@ class ShardServer:
                 self._refuse_enterprise([h["uri"] for h in part.hits])
                 # The structs are written as they are: msgspec checks types when it reads, not here.
                 keys: list[Any] = [None if k is None else k.to_json() for k in part.keys]
-                return wire.SearchAnswer(part.total, part.hits, part.trees, keys, part.num_docs)
+                hits: list[Any] = part.hits  # SearchHits: a Hit's page may be left out, theirs is None
+                return wire.SearchAnswer(part.total, hits, part.trees, keys, part.num_docs)
             if isinstance(question, wire.SnippetsQuestion):
-                hits: list[Any] = [{"uri": u} for u in question.uris]
+                asked: list[Any] = [{"uri": u} for u in question.uris]
                 self.coll.index.reload()
-                self._refuse_enterprise([h["uri"] for h in hits])
-                found = self._with_lang(hits)
+                self._refuse_enterprise([h["uri"] for h in asked])
+                found = self._with_lang(asked)
                 add_snippets(self.coll, question.query, found)
-                return wire.SnippetsAnswer({h["uri"]: (h.get("snippet"), h.get("highlights")) for h in found})
+                return wire.SnippetsAnswer({h["uri"]: (h.get("snippet"), h.get("highlights")) for h in found},
+                                           {h["uri"]: h.get("page") for h in found})
         raise TypeError(f"not a question: {type(question).__name__}")
 
     def _refuse_enterprise(self, uris: list[str]) -> None:

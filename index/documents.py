@@ -61,12 +61,12 @@ def document(coll: Collection, uri: str, query: str = "", text: bool = True, max
 
 
 def _blocks(doc: Document, query: str, lang: str | None, max_blocks: int) -> tuple[list[DocumentBlock], bool]:
-    maker = Snippets(query) if query.strip() else None
-    out: list[DocumentBlock] = []
-    for b in doc.blocks[:max_blocks]:
-        plain = b.text
-        out.append({"kind": b.kind, "level": b.level, "text": plain, "page": b.page, "boilerplate": b.boilerplate,
-                    "marks": maker.marks(plain, lang) if maker is not None else []})
+    blocks = doc.blocks[:max_blocks]
+    texts = [b.text for b in blocks]
+    marks = Snippets(query).marks_of(texts, lang) if query.strip() else [[] for _ in texts]
+    out: list[DocumentBlock] = [
+        {"kind": b.kind, "level": b.level, "text": plain, "page": b.page, "boilerplate": b.boilerplate, "marks": m}
+        for b, plain, m in zip(blocks, texts, marks)]
     return out, len(doc.blocks) > max_blocks
 
 

@@ -124,7 +124,9 @@ class RemoteShard:
         except (TypeError, ValueError) as exc:
             raise StoreError(f"shard {self.url}: copy keys that are not deskdex's: {exc}") from exc
         trees = out.trees or [None] * len(out.hits)
-        hits: list[SearchHit] = list(out.hits)
+        hits: list[SearchHit] = list(out.hits)  # type: ignore[arg-type]  # each given its page below
+        for h in hits:
+            h.setdefault("page", None)  # a shard from before pages sends none
         return Part(out.total, hits, trees, keys, out.num_docs)
 
     def snippets(self, query: str, hits: list[SearchHit]) -> None:
@@ -136,6 +138,7 @@ class RemoteShard:
                 snippet, highlights = made.snippets[h["uri"]]
                 h["snippet"] = snippet or ""
                 h["highlights"] = None if highlights is None else [[a, b] for a, b in highlights]
+                h["page"] = made.pages.get(h["uri"])
 
 
 def _reason(status: int) -> str:

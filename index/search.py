@@ -298,17 +298,18 @@ def _results(coll: Collection, searcher: tantivy.Searcher, query: str, hits: lis
     out: list[SearchHit] = []
     for i, (score, d) in enumerate(docs):
         blob = _one(d, "blob")
-        snippet, highlights = maker.make(coll.catalog.texts.open(blob) if blob else None,
-                                         present[i], langs[i]) if maker else ("", None)
+        made = maker.snippet(coll.catalog.texts.open(blob) if blob else None, present[i], langs[i]) if maker else None
         cluster = int(_one(d, "cluster", 0))
         members = view.component(_one(d, "uri"), cluster)
         copies = view.copies(_one(d, "uri"), cluster)
         if view.uid is not None:  # the id of every document's cluster would tell of others'
             cluster = members[0] if len(members) > 1 else 0
-        out.append({"uri": _one(d, "uri"), "path": _one(d, "path"), "title": _one(d, "title"), "snippet": snippet,
+        out.append({"uri": _one(d, "uri"), "path": _one(d, "path"), "title": _one(d, "title"),
+                    "snippet": made.text if made else "",
                     "score": float(score) if sort == "relevance" else 0.0, "mime": _one(d, "mime"),
                     "mtime": int(_one(d, "mtime", 0)), "size": int(_one(d, "size", 0)), "ext": _one(d, "ext"),
-                    "source": _one(d, "source", "files"), "cluster": cluster, "highlights": highlights,
+                    "source": _one(d, "source", "files"), "cluster": cluster,
+                    "highlights": made.spans if made else None, "page": made.page if made else None,
                     "duplicates": max(0, len(copies) - 1), "similar": len(members) - len(copies),
                     "lang": langs[i]})
     return {"total": total, "hits": out}
@@ -332,7 +333,8 @@ def add_snippets(coll: Collection, query: str, hits: list[SearchHit]) -> None:
     present = _present(searcher, coll.index.schema, maker, [h["uri"] for h in hits], addresses, langs)
     for i, (h, d) in enumerate(zip(hits, docs)):
         blob = _one(d, "blob")
-        h["snippet"], h["highlights"] = maker.make(coll.catalog.texts.open(blob) if blob else None, present[i], langs[i])
+        made = maker.snippet(coll.catalog.texts.open(blob) if blob else None, present[i], langs[i])
+        h["snippet"], h["highlights"], h["page"] = made.text, made.spans, made.page
 
 
 def _present(searcher: tantivy.Searcher, schema: tantivy.Schema, maker: Snippets, uris: list[str],

@@ -25,7 +25,9 @@ the passage an enterprise-mode reader is shown cannot tell anything of others' d
 
 from __future__ import annotations
 
+import bisect
 import codecs
+import dataclasses
 import functools
 import html
 import itertools
@@ -61,10 +63,16 @@ EXTRA = 2  # chunks read past the one where every term was seen, for a passage h
 OVERLAP = 256  # characters of the previous chunk searched again (a phrase across two chunks)
 
 _WORD = fulltext.WORD  # words as the index splits them: at a change of script too
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")  # the same in ASCII text, where no other script can start one
 _TAG = re.compile(r"<(/?)([A-Za-z]+)[^<>]*>")
 _HEADER = re.compile(r"<doc\b[^>]*>\s*(?:<title>[^<]*</title>\s*|<meta\b[^>]*>[^<]*</meta>\s*)*")
 _SPACES = re.compile(r"[^\S\n]+")
 _NEWLINES = re.compile(r" ?\n[\s]*")
+# A block's opening tag with its page (converters/tagged.py writes the attributes in this order):
+# what the page of a hit is read from.
+_PAGE_TAG = re.compile(r'<(?:%s)(?: level="\d+")?(?: boilerplate="1")? page="(\d{1,9})">' % "|".join(BLOCK_KINDS))
+_PAGE_ATTR = ' page="'
+LONGEST_TAG = 64  # characters of a block's opening tag, at most (the page's number at most 9 digits)
 # Between two words of a phrase: anything but a letter: tags and entities (`&gt;`) included.
 _PHRASE_GAP = r"(?:[^\w<&]|_|<[^<>]*>|&#?\w+;|&)+"
 
@@ -215,6 +223,16 @@ class _Match:
     term: int
 
 
+@dataclass(frozen=True)
+class Snippet:
+    """A hit's snippet: its ``text``, the character ranges of its highlights (``spans``) and, for a
+    paged document, the ``page`` its first highlight is on (its start's when it has none)."""
+
+    text: str
+    spans: list[list[int]]
+    page: int | None = None
+
+
 @dataclass
 class _Fragment:
     text: str
@@ -222,6 +240,11 @@ class _Fragment:
     terms: frozenset[int]
     count: int
     where: int  # its place in the document (for ties: the earliest)
+    # Where its first match is: ``first`` characters into the plain text of the window's tagged
+    # text ``tagged`` (which starts at ``at`` in the document): its page is found from them.
+    tagged: str = ""
+    at: int = 0
+    first: int = 0
 
     @functools.cached_property
     def rank(self) -> tuple[int, bool, int, int]:
@@ -281,12 +304,19 @@ class Snippets:
     # -- one hit ----------------------------------------------------------------------------
     def make(self, stream: IO[bytes] | None, present: AbstractSet[int] | None = None,
              lang: str | None = None) -> tuple[str, list[list[int]]]:
-        """The snippet of the stored text ``stream`` (tagged text, read as far as needed) and
-        the character ranges of its highlights. ``present``: the indexes (in ``terms``) of the
-        terms the index says the text holds (None: all may); the others are not looked for, so
+        """The snippet of the stored text ``stream`` and the character ranges of its highlights
+        (``snippet`` without the page)."""
+        made = self.snippet(stream, present, lang)
+        return made.text, made.spans
+
+    def snippet(self, stream: IO[bytes] | None, present: AbstractSet[int] | None = None,
+                lang: str | None = None) -> Snippet:
+        """The snippet of the stored text ``stream`` (tagged text, read as far as needed), the
+        character ranges of its highlights and its page. ``present``: the indexes (in ``terms``) of
+        the terms the index says the text holds (None: all may); the others are not looked for, so
         a word that matched the title alone costs no reading of the whole text."""
         if stream is None:
-            return "", []
+            return Snippet("", [])
         self._a = self._language(lang)  # the text's words are stemmed as its language's (``lang``)
         text = _Text(stream, self.work)
         wanted = [k for k in range(len(self._a.terms)) if present is None or k in present]
@@ -294,37 +324,48 @@ class Snippets:
         windows = self._windows(places)
         frags = [f for a, b in windows if (f := self._best(text, a, b)) is not None]
         if not frags:
-            return self._start(text), []
+            start = self._start(text)
+            return Snippet(start, [], text.first_page() if start else None)
         frags.sort(key=lambda f: f.rank, reverse=True)
         first = frags[0]
         second = next((f for f in frags[1:] if f.terms - first.terms), None)
         if second is None:
-            return first.text, first.spans
+            return Snippet(first.text, first.spans, _page(text, first))
         a, b = sorted((first, second), key=lambda f: f.where)
+        page = _page(text, a)  # the first highlight is ``a``'s first match: _shorten keeps it
         a, b = self._shorten(a), self._shorten(b)
         sep = " … "
-        return a.text + sep + b.text, a.spans + [[s + len(a.text) + len(sep), e + len(a.text) + len(sep)]
-                                                 for s, e in b.spans]
+        return Snippet(a.text + sep + b.text, a.spans + [[s + len(a.text) + len(sep), e + len(a.text) + len(sep)]
+                                                         for s, e in b.spans], page)
 
     def marks(self, text: str, lang: str | None = None) -> list[list[int]]:
         """The [start, end) character ranges of the plain ``text`` (one block of a document, in
-        ``lang``) where the query's terms match, found as a snippet's highlights are: the
-        document op marks every hit of a preview with them. Overlapping ranges are merged."""
+        ``lang``) where the query's terms match, found as a snippet's highlights are. Overlapping
+        ranges are merged."""
+        return self.marks_of([text], lang)[0]
+
+    def marks_of(self, texts: list[str], lang: str | None = None) -> list[list[list[int]]]:
+        """``marks`` of each of ``texts`` (the blocks of a document, in ``lang``): what the document
+        op marks a preview's hits with. The blocks are looked at as one text, searched in C for
+        the words that may match (a phrase never across two blocks): only those, and the words a
+        phrase needs after them, are split and analyzed in Python."""
         self._a = self._language(lang)
+        out: list[list[list[int]]] = [[] for _ in texts]
+        if not self._a.terms or not texts:
+            return out
+        whole = "\n".join(texts)  # no word holds a newline: words are the blocks' own
         may = self._a.candidate
-        if not self._a.terms or (
-                may is not None and all(t.kind != "cjk" for t in self._a.terms)
-                and may.search(text) is None and (text.isascii() or may.search(_fold(text)) is None)):
-            # No word of the text starts like a query word: a block a query does not touch costs a
-            # regex search in C, not its words split and analyzed (a preview of 20,000 blocks).
-            return []
-        self.work.looked += len(text)
-        out: list[list[int]] = []
-        for m in self._matches(text):
-            if out and m.start < out[-1][1]:
-                out[-1][1] = max(out[-1][1], m.end)
+        if may is not None and all(t.kind != "cjk" for t in self._a.terms) and may.search(whole) is None \
+                and whole.isascii():
+            return out  # no word of the text starts like a query word: one regex search in C
+        starts = list(itertools.accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
+        for m in self._matches(whole, starts):
+            i = bisect.bisect_right(starts, m.start) - 1
+            marks, base = out[i], starts[i]
+            if marks and m.start - base < marks[-1][1]:
+                marks[-1][1] = max(marks[-1][1], m.end - base)
             else:
-                out.append([m.start, m.end])
+                marks.append([m.start - base, m.end - base])
         return out
 
     def _places(self, text: _Text, wanted: list[int]) -> list[tuple[int, int]]:
@@ -427,7 +468,9 @@ class Snippets:
     # -- one window ------------------------------------------------------------------------
     def _best(self, text: _Text, a: int, b: int) -> _Fragment | None:
         """The best fragment of the tagged text ``[a, b)``, or None when no term matches there."""
-        plain = _plain(text.slice(max(a, text.header), b))
+        at = max(a, text.header)
+        tagged = text.slice(at, b)
+        plain = _plain(tagged)
         self.work.looked += len(plain)
         matches = self._matches(plain)
         if not matches:
@@ -441,26 +484,75 @@ class Snippets:
             inside = list(itertools.takewhile(lambda x: x.start < end, matches[i:]))  # noqa: B023 (used at once)
             inside = [x for x in inside if x.end <= end]
             frag = _Fragment(plain[start:end].replace("\n", " "), [[x.start - start, x.end - start] for x in inside],
-                             frozenset(x.term for x in inside), len(inside), a + m.start)
+                             frozenset(x.term for x in inside), len(inside), a + m.start, tagged, at, m.start)
             if best is None or frag.rank > best.rank:
                 best = frag
         return best
 
-    def _matches(self, plain: str) -> list[_Match]:
-        """Where the terms match in ``plain`` (text without tags), as the index would match them."""
-        words = [(w.start(), w.end(), w.group()) for w in _WORD.finditer(plain)]
+    def _matches(self, plain: str, blocks: list[int] | None = None) -> list[_Match]:
+        """Where the terms match in ``plain`` (text without tags), as the index would match them.
+        ``blocks``: where each block of ``plain`` starts (the first at 0), which neither a phrase
+        nor a CJK run is matched across (None: one text)."""
+        starts = blocks or [0]
+        out: list[_Match] = []
+        for k, term in enumerate(self._a.terms):
+            if term.kind == "cjk":
+                out += self._cjk(plain, starts, term.needles[0], k)
+        if any(t.kind != "cjk" for t in self._a.terms):
+            for a, b in self._segments(plain, starts):
+                out += self._matches_in(plain, a, b)
+                if blocks is not None:  # a document's blocks (a snippet's window is counted whole)
+                    self.work.looked += b - a
+        out.sort(key=lambda m: (m.start, m.term))
+        return out
+
+    def _segments(self, plain: str, starts: list[int]) -> list[tuple[int, int]]:
+        """The stretches of ``plain`` (each within a block, starting and ending at a word's edge)
+        that hold every word which may match a term, and the words after it a phrase needs: in a
+        block of ASCII text, only around the words the candidate pattern finds the start of (in C),
+        so that a long text a query touches here and there is not split into words in Python."""
+        may = self._a.candidate
+        ends = [*(s - 1 for s in starts[1:]), len(plain)]
+        if may is None:  # a fuzzy term: any word may match
+            return list(zip(starts, ends))
+        span = max((len(t.keys) for t in self._a.terms if t.kind == "phrase"), default=1)
+        hits: list[int] = []  # every place a needle starts, overlapping ones too
+        m = may.search(plain)
+        while m is not None:
+            hits.append(m.start())
+            m = may.search(plain, m.start() + 1)
+        ascii_text = plain.isascii()
+        out: list[tuple[int, int]] = []
+        j = 0
+        for a, b in zip(starts, ends):
+            k = bisect.bisect_left(hits, a, j)
+            j = bisect.bisect_left(hits, b, k)
+            if ascii_text or plain[a:b].isascii():
+                # ASCII words are runs of letters and digits: a word starts where one follows another character.
+                for p in hits[k:j]:
+                    if p > a and plain[p - 1].isalnum():
+                        continue
+                    q = p
+                    for w in itertools.islice(_ASCII_WORD.finditer(plain, p, b), span):
+                        q = w.end()
+                    if out and p <= out[-1][1]:
+                        out[-1] = (out[-1][0], max(out[-1][1], q))
+                    elif q > p:
+                        out.append((p, q))
+            elif k < j or may.search(_fold(plain[a:b])) is not None:
+                out.append((a, b))  # words of other scripts: the block, split as the index splits it
+        return out
+
+    def _matches_in(self, plain: str, a: int, b: int) -> list[_Match]:
+        """The matches of the terms but CJK runs in ``plain[a:b]``, which starts and ends at a word's edge."""
+        split = _ASCII_WORD if plain[a:b].isascii() else _WORD
+        words = [(w.start(), w.end(), w.group()) for w in split.finditer(plain, a, b)]
         may = self._a.candidate
         stems = [self._stem(w) if may is None or may.match(w) or (not w.isascii() and may.match(_fold(w))) else None
                  for _, _, w in words]
         out: list[_Match] = []
         for k, term in enumerate(self._a.terms):
-            if term.kind == "cjk":
-                low, run = plain.lower(), term.needles[0]
-                at = low.find(run)
-                while at != -1:
-                    out.append(_Match(at, at + len(run), k))
-                    at = low.find(run, at + len(run))
-            elif term.kind == "word":
+            if term.kind == "word":
                 out += [_Match(s, e, k) for (s, e, _), st in zip(words, stems) if st == term.keys[0]]
             elif term.kind == "phrase":
                 n = len(term.keys)
@@ -470,9 +562,22 @@ class Snippets:
             elif term.kind == "prefix":
                 out += [_Match(s, e, k) for (s, e, w), st in zip(words, stems)
                         if st is not None and (p := self._path(w)) and p.startswith(term.keys[0])]
-            else:  # fuzzy
+            elif term.kind == "fuzzy":
                 out += [_Match(s, e, k) for (s, e, _), st in zip(words, stems) if st and self._near(st, term)]
-        out.sort(key=lambda m: (m.start, m.term))
+        return out
+
+    @staticmethod
+    def _cjk(plain: str, blocks: list[int], run: str, k: int) -> list[_Match]:
+        """Where the CJK ``run`` stands in each block of ``plain`` (in lower case, as it is indexed)."""
+        out: list[_Match] = []
+        if run not in plain.lower():
+            return out
+        for a, b in zip(blocks, [*blocks[1:], len(plain) + 1]):
+            low = plain[a:b - 1 if b <= len(plain) else b].lower()
+            at = low.find(run)
+            while at != -1:
+                out.append(_Match(a + at, a + at + len(run), k))
+                at = low.find(run, at + len(run))
         return out
 
     def _stem(self, word: str) -> str | None:
@@ -513,7 +618,7 @@ class Snippets:
         end = _fragment_end(f.text, start, max(start + SECOND, min((e for s, e in f.spans if s >= start),
                                                                      default=start)))
         spans = [[s - start, e - start] for s, e in f.spans if s >= start and e <= end]
-        return _Fragment(f.text[start:end], spans, f.terms, f.count, f.where)
+        return dataclasses.replace(f, text=f.text[start:end], spans=spans)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -562,6 +667,40 @@ class _Text:
         if self._parts:
             m = _HEADER.match(self._parts[0])
             self.header = m.end() if m else 0
+        # A paged document's blocks each carry their page: its first block does. Any other text
+        # costs one literal search of its first chunk and is never looked at for pages again.
+        head = self._parts[0] if self._parts else ""
+        self.paged = _PAGE_ATTR in head and _PAGE_TAG.search(head, self.header) is not None
+
+    def first_page(self) -> int | None:
+        """The page of the text's first block (a snippet of its start)."""
+        if not self.paged:
+            return None
+        m = _PAGE_TAG.search(self._parts[0], self.header)
+        return int(m.group(1)) if m else None
+
+    def page_before(self, pos: int) -> int | None:
+        """The page of the last block whose opening tag starts before ``pos`` (None: no page
+        there), looked for backwards from ``pos`` (in what was read already): a page's first
+        block is seldom more than a few hundred characters back."""
+        if not self.paged:
+            return None
+        end, step = min(pos, self._length), 4096
+        while end > self.header:
+            lo = max(self.header, end - step)
+            # The tag may straddle ``end``: take the longest one past it, and keep those starting before.
+            piece = self.slice(lo, min(end + LONGEST_TAG, self._length))
+            at = piece.rfind(_PAGE_ATTR, 0, end - lo + LONGEST_TAG)
+            while at != -1:
+                lt = piece.rfind("<", 0, at)
+                m = _PAGE_TAG.match(piece, lt) if lt != -1 else None
+                if m is not None and m.end() > at and lo + lt < pos:
+                    return int(m.group(1))
+                if lt == -1 and lo > self.header:
+                    break  # its tag may start before ``lo``: the next piece back holds it whole
+                at = piece.rfind(_PAGE_ATTR, 0, at)
+            end, step = lo + LONGEST_TAG if lo > self.header else lo, step * 4
+        return None
 
     def _more(self) -> bool:
         if self._done:
@@ -602,6 +741,24 @@ class _Text:
             if start + len(part) > a and start < b:
                 out.append(part[max(0, a - start):b - start])
         return "".join(out)
+
+
+def _page(text: _Text, frag: _Fragment) -> int | None:
+    """The page of ``frag``'s first match: the page of the window's start, or of the last block
+    opening in the window before the match. A block's place in the plain text is that of the
+    plain text of the tagged text before its tag (_plain keeps blocks on lines of their own), so
+    only a block that changes the page costs that conversion (of a window: a few hundred characters)."""
+    if not text.paged:
+        return None
+    page = text.page_before(frag.at)
+    for m in _PAGE_TAG.finditer(frag.tagged):
+        n = int(m.group(1))
+        if n == page:
+            continue
+        if len(_plain(frag.tagged[:m.start()])) > frag.first:
+            break
+        page = n
+    return page
 
 
 def _complete(found: list[list[int]]) -> bool:
