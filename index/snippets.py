@@ -63,6 +63,7 @@ EXTRA = 2  # chunks read past the one where every term was seen, for a passage h
 OVERLAP = 256  # characters of the previous chunk searched again (a phrase across two chunks)
 
 _WORD = fulltext.WORD  # words as the index splits them: at a change of script too
+LONG_SEGMENT = 4096  # characters of a stretch past which its matching words are found by a pattern of them
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")  # the same in ASCII text, where no other script can start one
 _TAG = re.compile(r"<(/?)([A-Za-z]+)[^<>]*>")
 _HEADER = re.compile(r"<doc\b[^>]*>\s*(?:<title>[^<]*</title>\s*|<meta\b[^>]*>[^<]*</meta>\s*)*")
@@ -514,6 +515,8 @@ class Snippets:
         may = self._a.candidate
         ends = [*(s - 1 for s in starts[1:]), len(plain)]
         if may is None:  # a fuzzy term: any word may match
+            if all(t.kind != "phrase" for t in self._a.terms):
+                return [(0, len(plain))]  # one text: no match spans two blocks but a phrase's
             return list(zip(starts, ends))
         span = max((len(t.keys) for t in self._a.terms if t.kind == "phrase"), default=1)
         hits: list[int] = []  # every place a needle starts, overlapping ones too
@@ -546,6 +549,8 @@ class Snippets:
     def _matches_in(self, plain: str, a: int, b: int) -> list[_Match]:
         """The matches of the terms but CJK runs in ``plain[a:b]``, which starts and ends at a word's edge."""
         split = _ASCII_WORD if plain[a:b].isascii() else _WORD
+        if b - a > LONG_SEGMENT and all(t.kind != "phrase" for t in self._a.terms):
+            return self._matches_long(plain, a, b, split)
         words = [(w.start(), w.end(), w.group()) for w in split.finditer(plain, a, b)]
         may = self._a.candidate
         stems = [self._stem(w) if may is None or may.match(w) or (not w.isascii() and may.match(_fold(w))) else None
@@ -565,6 +570,34 @@ class Snippets:
             elif term.kind == "fuzzy":
                 out += [_Match(s, e, k) for (s, e, _), st in zip(words, stems) if st and self._near(st, term)]
         return out
+
+    def _matches_long(self, plain: str, a: int, b: int, split: re.Pattern[str]) -> list[_Match]:
+        """``_matches_in`` of a long stretch without phrases (a fuzzy word's whole document): each
+        distinct word analyzed once, and the places of those that match found in C (in ASCII text
+        by a pattern of them, a word whole), not every word's in Python."""
+        may = self._a.candidate
+        stems = {w: self._stem(w) if may is None or may.match(w) or (not w.isascii() and may.match(_fold(w))) else None
+                 for w in set(split.findall(plain, a, b))}
+        good: list[set[str]] = []
+        for term in self._a.terms:
+            if term.kind == "word":
+                good.append({w for w, st in stems.items() if st == term.keys[0]})
+            elif term.kind == "prefix":
+                good.append({w for w, st in stems.items()
+                             if st is not None and (p := self._path(w)) and p.startswith(term.keys[0])})
+            elif term.kind == "fuzzy":
+                good.append({w for w, st in stems.items() if st and self._near(st, term)})
+            else:
+                good.append(set())
+        matching = set().union(*good)
+        if not matching:
+            return []
+        if split is _ASCII_WORD:
+            alternatives = "|".join(re.escape(w) for w in sorted(matching, key=len, reverse=True))
+            found = re.compile(f"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])").finditer(plain, a, b)
+        else:
+            found = (w for w in split.finditer(plain, a, b) if w.group() in matching)
+        return [_Match(m.start(), m.end(), k) for m in found for k, g in enumerate(good) if m.group() in g]
 
     @staticmethod
     def _cjk(plain: str, blocks: list[int], run: str, k: int) -> list[_Match]:

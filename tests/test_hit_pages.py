@@ -219,7 +219,8 @@ def test_the_wire_carries_pages_and_reads_a_shard_from_before_them() -> None:
 
 # -- the document op's marks of a big document (Snippets.marks_of) ---------------------------------
 MARK_WORDS = ("harbour harbours Harbour harbor ledger ledgers led cargo tide pier piers stone happy happily "
-              "café Café cafe naïve über Straße москва Москва 検索 全文検索の仕組み abc123 x_y bye the of").split()
+              "café Café cafe naïve über Straße москва Москва 検索 全文検索の仕組み abc123 x_y bye the of "
+              "harborside harbourmaster misled cafeteria").split()
 MARK_QUERIES = ["harbour", "harbor~", "led*", '"stone pier"', '"bye bye"', "happy", "cafe", "naive", "москва",
                 "検索", "abc123", "harbour OR cargo", "tide -pier", "title:harbour pier"]
 
@@ -301,3 +302,14 @@ def test_marks_of_a_big_document_split_only_around_its_matches() -> None:
         assert maker.work.looked <= most < total / 3, (query, maker.work.looked)
     fuzzy = Snippets("okapy~")
     assert sum(1 for m in fuzzy.marks_of(blocks) if m) == 200  # a fuzzy word: every word may match
+
+
+def test_marks_of_long_blocks_and_a_fuzzy_word_over_a_whole_document() -> None:
+    """Stretches too long to split word by word (a fuzzy word's whole document, a long block of
+    other scripts) have their matching words found by a pattern of them: the same marks."""
+    rnd = random.Random(7)
+    for vocab in ([w for w in MARK_WORDS if w.isascii()], MARK_WORDS):
+        blocks = [" ".join(rnd.choice(vocab) for _ in range(rnd.choice([3, 900]))) for _ in range(12)]
+        assert max(map(len, blocks)) > 4096
+        for query in ("harbor~", "harbour~2", "led*", "москва", "cafe", "happy", "harbour cargo~"):
+            assert Snippets(query).marks_of(blocks) == [reference_marks(query, b) for b in blocks], query
