@@ -105,7 +105,8 @@ class WebApp:
         self.templates.filters.update(human_size=human_size, when=when, marked=marked, query_with=query_with)
         static = str(resources.files(__package__) / "static")
         self.app = Starlette(routes=[
-            Route("/", self.page_search), Route("/results", self.page_results), Route("/doc", self.page_doc),
+            Route("/", self.page_search), Route("/results", self.page_results), Route("/facets", self.page_facets),
+            Route("/doc", self.page_doc),
             Route("/file", self.page_file), Route("/status", self.page_status, methods=["GET", "POST"]),
             Route("/login", self.page_login, methods=["GET", "POST"]), Route("/logout", self.logout, methods=["POST"]),
             Route("/api/login", self.api_login, methods=["POST"]),
@@ -188,10 +189,27 @@ class WebApp:
             session = self.require(request, api=False)
         except _Refused as r:
             return r.response
-        values = await self.results_values(request, session)
-        return self.render("results.html", session, **values)
+        # The script's fragment: the hits first, the facets in a second request after they are shown
+        # (counting 1,000 matches costs about as much as the search itself).
+        values = await self.results_values(request, session, facets=False)
+        return self.render("results.html", session, facets_later=values["similar"] is None, **values)
 
-    async def results_values(self, request: Request, session: Session) -> dict[str, Any]:
+    async def page_facets(self, request: Request) -> Response:
+        try:
+            session = self.require(request, api=False)
+        except _Refused as r:
+            return r.response
+        p = request.query_params
+        q = p.get("q", "")[: protocol.MAX_QUERY + 1]
+        sort = p.get("sort", "relevance")
+        try:
+            results = await self.call(session, "search", query=q, limit=1, snippets=False, facets=True,
+                                      sort=sort if sort in protocol.SORTS else "relevance")
+        except DeskdexError:
+            return HTMLResponse("")  # the hits' request shows the error
+        return self.render("facets.html", session, results=results, q=q, sort=sort)
+
+    async def results_values(self, request: Request, session: Session, facets: bool = True) -> dict[str, Any]:
         p = request.query_params
         q = p.get("q", "")[: protocol.MAX_QUERY + 1]
         sort = p.get("sort", "relevance")
@@ -208,7 +226,7 @@ class WebApp:
         started = time.perf_counter()
         try:
             results = await self.call(session, "search", query=query, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE,
-                                       sort=sort, snippets=True, facets=similar is None, similar=similar)
+                                       sort=sort, snippets=True, facets=facets and similar is None, similar=similar)
         except DeskdexError as exc:
             values["error"] = protocol.error_object(exc, self.anyone(session))
             return values

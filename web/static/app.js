@@ -37,8 +37,22 @@
       results.dataset.renderedMs = String(Math.round((performance.now() - started) * 10) / 10);
       results.dataset.renderedQuery = p.get("q") || "";
       results.dispatchEvent(new CustomEvent("deskdex:rendered", {detail: {query: p.get("q")}}));
+      loadFacets(pending.signal);
     } catch (e) {
       if (e.name !== "AbortError") results.dataset.error = String(e);
+    }
+  }
+
+  // The facets of the results just shown, asked for after them (the server counts 1,000 matches).
+  async function loadFacets(signal) {
+    const aside = document.querySelector("#facets[data-src]");
+    if (!aside) return;
+    try {
+      const r = await fetch(aside.dataset.src, {signal, credentials: "same-origin"});
+      if (!r.ok || !aside.isConnected) return;
+      aside.outerHTML = await r.text();  // escaped by the server's template, as the results
+    } catch (e) {
+      if (e.name !== "AbortError") aside.dataset.error = String(e);
     }
   }
 
