@@ -18,7 +18,7 @@ PYTEST_MARKS ?=
 # dependency is at the lowest version pyproject.toml allows.
 LOWEST ?= .venv-lowest
 LOWEST_SLOW ?= tests/test_watch.py tests/test_live_burst.py tests/test_tray.py tests/test_cluster.py \
-	tests/test_cluster_crawl.py tests/test_cluster_trust.py
+	tests/test_cluster_crawl.py tests/test_cluster_trust.py tests/test_web_api.py
 
 .PHONY: run test test-quick test-lowest check system-deps install install-test install-tray install-cluster \
 	install-bench install-lowest bench clean
