@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import stat
 import subprocess
 import sys
@@ -157,5 +158,27 @@ def test_an_idle_daemon_with_the_page_on_does_not_wake(tmp_path: Path):
         woke = _switches(d.proc.pid) - before
         # uvicorn's own main loop alone would switch 50 times in 5 s.
         assert woke <= 2, f"the idle daemon's threads switched {woke} times in 5 s"
+    finally:
+        d.stop()
+
+
+def test_the_page_over_https_with_tls_cert_and_tls_key(tmp_path: Path):
+    """tls_cert/tls_key serve the page over HTTPS (the system daemon needs it off loopback); the
+    token's cookie is Secure then."""
+    from .test_shards import _certificate
+
+    cert, key = _certificate(tmp_path)
+    config = f'web = "127.0.0.1:0"\ntls_cert = {json.dumps(str(cert))}\ntls_key = {json.dumps(str(key))}\n'
+    d = DaemonProcess(tmp_path / "home", [_docs(tmp_path)], extra_config=config).start()
+    try:
+        url = json.loads((d.home / "run" / "web.json").read_text())["url"]
+        assert url.startswith("https://127.0.0.1:")
+        with httpx.Client(verify=ssl.create_default_context(cafile=str(cert))) as c:
+            first = c.get(url)
+            assert first.status_code == 303
+            assert "secure" in first.headers["set-cookie"].lower()
+            assert c.get(url.split("?")[0] + "api/status").status_code == 200
+        with pytest.raises(httpx.HTTPError):  # plain HTTP on the same port is not served
+            httpx.get(url.replace("https://", "http://"), timeout=5)
     finally:
         d.stop()
