@@ -269,7 +269,7 @@ def test_a_hand_edit_keeps_the_broker_given_on_the_command_line(tmp_path):
     edit applies the edit and keeps the flag's broker (the edit used to drop it, and the daemon then
     said broker had changed). The Daemon object is real; it is not started, as no Redis is needed
     to see which settings it would run on."""
-    from deskdex.clients.managing import _with_broker
+    from deskdex.clients.managing import _with_given
     from deskdex.daemon import configwatch
     from deskdex.daemon.loop import Daemon
 
@@ -279,7 +279,7 @@ def test_a_hand_edit_keeps_the_broker_given_on_the_command_line(tmp_path):
     config(tmp_path / "home").write_text(f'folders = ["{folder}"]\n')
     cfg, problems = configwatch.load_for_daemon(home, system=False)
     assert problems == []
-    daemon = Daemon(_with_broker(cfg, "redis://127.0.0.1:6399/0"))
+    daemon = Daemon(_with_given(cfg, {"broker": "redis://127.0.0.1:6399/0"}))
     assert daemon.cfg.settings.broker == "redis://127.0.0.1:6399/0"
     config(tmp_path / "home").write_text(f'folders = ["{folder}"]\nexclude = ["*.log"]\n')
     configwatch.reload(daemon)
