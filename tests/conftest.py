@@ -209,7 +209,10 @@ def make_docx(path: Path, title: str, author: str, heading: str, paragraphs: lis
 # `--system` daemon share one group, hence one process: a system daemon follows /etc/passwd and pauses
 # its intake while an account change is waiting, so accounts added and removed by a test running beside
 # it would slow or break it. Matched on the module's text so that a new such module joins by itself.
-_ACCOUNT_USE = re.compile(r'from \.accounts import|"--system"')
+# The modules driving a headless Chromium (tests/browser.py) join them too: Chromium takes both cores for
+# seconds at a time, and beside it a system daemon's idle-priority converters can starve (test_fairness
+# once found nothing in 120 s while a browser test ran in the other process).
+_ACCOUNT_USE = re.compile(r'from \.accounts import|"--system"|from \.browser import')
 _account_modules: dict[Path, bool] = {}
 
 
