@@ -222,10 +222,16 @@ def _uses_accounts(path: Path) -> bool:
     return _account_modules[path]
 
 
+# The modules that install the package into fresh venvs write hundreds of MB at normal I/O priority;
+# beside them a system daemon's idle-I/O-priority conversions can wait minutes (test_fairness found
+# nothing in 120 s in two CI runs, with CPU idle half the time, and passes alone): in the group too.
+_HEAVY_INSTALLS = {"test_dependency_ranges", "test_installed"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         path = Path(str(item.path))
-        group = "accounts" if _uses_accounts(path) else path.stem
+        group = "accounts" if _uses_accounts(path) or path.stem in _HEAVY_INSTALLS else path.stem
         item.add_marker(pytest.mark.xdist_group(group))
 
 

@@ -248,7 +248,8 @@ def test_a_slow_account_does_not_hold_up_another(open_dir: Path):
         assert p.returncode == 0, p.stderr
         result = json.loads(p.stdout)
         print(f"B's file searchable after {result['found']} s (wall clock), {waited:.1f} s of a quiet machine")
-        assert result["found"] is not None, f"never found: {result}\n{daemon.log.read_text()[-3000:]}"
+        assert result["found"] is not None, (f"never found: {result}, waited {waited:.1f} s of a quiet machine; "
+                                             f"status {daemon.call('status')}\n{daemon.log.read_text()[-3000:]}")
         # Seconds of a quiet machine (daemon_fixture.Patience): the daemon works at idle priority,
         # and a machine busy with other work stretches any wall-clock figure at will.
         assert result["found"] <= FAIR_SECONDS or waited <= FAIR_SECONDS + 1.0, (
