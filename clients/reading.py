@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from deskdex.cluster import recorded_broker
 from deskdex.errors import ConfigError, DeskdexError
+from deskdex.sizes import human
 
 from .ask import ask_daemon, home_of
-from .render import human, print_results, raw_path, shown_location, terminal_safe
+from .render import print_results, raw_path, shown_location, terminal_safe
 
 if TYPE_CHECKING:
     from deskdex.paths import Home

@@ -17,6 +17,7 @@ import sys
 import time
 
 from deskdex import protocol
+from deskdex.sizes import human
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -167,12 +168,3 @@ def _one_line(text: str) -> str:
         return " " if text else ""
     squashed = (" " if text[0].isspace() else "") + " ".join(words) + (" " if text[-1].isspace() else "")
     return terminal_safe(squashed)
-
-
-def human(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    return str(n)

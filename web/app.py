@@ -35,6 +35,7 @@ from deskdex import protocol
 from deskdex.converters import RunAs, as_user
 from deskdex.errors import BadArgs, DeskdexError, Forbidden, NotFound, QueryError, TooLarge
 from deskdex.index import prefix_last_word
+from deskdex.sizes import human
 
 from .auth import Account, LoginLimiter, Session, Sessions, check_password, same_secret
 from .openapi import openapi
@@ -622,14 +623,7 @@ def _derive(secret: str, purpose: str) -> str:
 
 # -- template filters --------------------------------------------------------------------------------
 def human_size(n: int | None) -> str:
-    if n is None:
-        return ""
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TB"
+    return "" if n is None else human(n)
 
 
 def when(seconds: float | None) -> str:
