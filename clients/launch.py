@@ -19,7 +19,7 @@ import os
 import sys
 
 from deskdex.errors import DaemonUnavailable, DeskdexError
-from deskdex.paths import SOCKET_NAME, Home, linux_runtime_dir
+from deskdex.paths import SOCKET_NAME, Home, user_runtime_dir
 
 from .searchargs import parse_fast
 
@@ -48,12 +48,12 @@ def main() -> int:
 
 def socket_path(home: str | None) -> str | None:
     """The socket of the daemon ``deskdex.clients.cli`` would ask, where finding it costs nothing:
-    ``--home`` or $DESKDEX_HOME, else the Linux runtime folder. None otherwise (platformdirs knows
-    the other cases; the full command line asks it)."""
+    ``--home`` or $DESKDEX_HOME, else on Linux the user's runtime folder (with or without
+    $XDG_RUNTIME_DIR). None otherwise (platformdirs knows the other systems' folders; the full
+    command line asks it)."""
     if home or os.environ.get("DESKDEX_HOME"):
         return Home.resolve(home).socket
-    runtime = linux_runtime_dir() if sys.platform.startswith("linux") else None
-    return os.path.join(runtime, SOCKET_NAME) if runtime else None
+    return os.path.join(user_runtime_dir(), SOCKET_NAME) if sys.platform.startswith("linux") else None
 
 
 def _without_daemon(args: dict[str, Any]) -> Any:
