@@ -16,18 +16,30 @@ from .client import call
 
 def home_of(args: argparse.Namespace) -> Home:
     """``--home`` (else $DESKDEX_HOME, else the platform's folders), refused if it names a file."""
-    return Home.resolve(getattr(args, "home", None)).check()
+    return Home.resolve(home_given(args)).check()
+
+
+def home_given(args: argparse.Namespace) -> str | None:
+    """The command's ``--home``, None when not given (the parser sets no default: it may come before or
+    after the command)."""
+    return getattr(args, "home", None)
 
 
 def ask_daemon(args: argparse.Namespace, op: str, **kw: Any) -> Any:
-    """The daemon's answer, or None when no daemon runs for this home. An error the daemon answers
+    """The daemon of the command's home (``ask``)."""
+    return ask(home_given(args), op, **kw)
+
+
+def ask(home_given: str | None, op: str, **kw: Any) -> Any:
+    """The answer of the daemon of ``home_given`` (a ``--home``; None: $DESKDEX_HOME, else the
+    platform's folders), or None when no daemon runs for that home. An error the daemon answers
     with is raised as its deskdex.errors exception (a QueryError with its position, ...).
 
     A user with no daemon and no index of their own who chose no home is answered by the system
     daemon (`deskdex daemon --system`) for its public ops, with what that user may read."""
-    home = home_of(args)
+    home = Home.resolve(home_given).check()
     sockets = [home.socket]
-    chosen = getattr(args, "home", None) or os.environ.get(ENV)
+    chosen = home_given or os.environ.get(ENV)
     if not chosen and OPS[op].public and not os.path.exists(os.path.join(home.data_dir, "catalog.sqlite")):
         sockets.append(Home.resolve(system=True).socket)
     for path in sockets:

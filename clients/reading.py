@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from deskdex.cluster import recorded_broker
 from deskdex.errors import ConfigError, DeskdexError
+from deskdex.paths import Home
 from deskdex.sizes import human
 
-from .ask import ask_daemon, home_of
+from .ask import ask, ask_daemon, home_given, home_of
 from .render import print_results, raw_path, shown_location, terminal_safe
 
 if TYPE_CHECKING:
-    from deskdex.paths import Home
-    from deskdex.protocol import SearchHit
+    from deskdex.protocol import SearchHit, SearchResults
     from deskdex.settings import Config
 
 EXIT_ERROR, EXIT_USAGE = 1, 2
@@ -51,21 +51,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     limit = max(args.limit, args.open or 0)
     query = " ".join(args.query)
     snippets = not (args.paths or args.open)
-    results = ask_daemon(args, "search", query=query, limit=limit, offset=args.offset, sort=args.sort,
-                         all=args.all, snippets=snippets, similar=args.similar)
-    if results is None:
-        from contextlib import ExitStack
-
-        from deskdex import settings
-        from deskdex.index import Collection, open_shards, search_shards
-
-        home = home_of(args)
-        cfg = settings.load(home)
-        with ExitStack() as stack:
-            colls = [stack.enter_context(Collection.open(home.data_dir)),
-                     *open_shards(stack, cfg.settings.shards, cfg.settings.token, cfg.settings.tls_ca)]
-            results = search_shards(colls, query, limit=limit, offset=args.offset, sort=args.sort,
-                                    snippets=snippets, collapse=not args.all, similar=args.similar)
+    results = found(home_given(args), query, limit=limit, offset=args.offset, sort=args.sort, all=args.all,
+                    snippets=snippets, similar=args.similar)
     if args.open:
         hits = results["hits"]
         if args.open > len(hits):
@@ -74,6 +61,27 @@ def cmd_search(args: argparse.Namespace) -> int:
         return open_with_default_app(_target(hits[args.open - 1]))
     print_results(results, as_json=args.json, paths=args.paths, null=args.null)
     return 0
+
+
+def found(home_given: str | None, query: str, *, limit: int = 10, offset: int = 0, sort: str = "relevance",
+          all: bool = False, snippets: bool = True, similar: str | None = None) -> SearchResults:
+    """A search as ``deskdex search`` answers it (and the Python API, clients/api.py): the daemon's
+    answer when one runs for the home, else the home's index and shards read directly."""
+    results: SearchResults | None = ask(home_given, "search", query=query, limit=limit, offset=offset, sort=sort,
+                                        all=all, snippets=snippets, similar=similar)
+    if results is not None:
+        return results
+    from contextlib import ExitStack
+
+    from deskdex import settings
+    from deskdex.index import Collection, open_shards, search_shards
+
+    cfg = settings.load(Home.resolve(home_given).check())
+    with ExitStack() as stack:
+        colls = [stack.enter_context(Collection.open(cfg.home.data_dir)),
+                 *open_shards(stack, cfg.settings.shards, cfg.settings.token, cfg.settings.tls_ca)]
+        return search_shards(colls, query, limit=limit, offset=offset, sort=sort, snippets=snippets,
+                             collapse=not all, similar=similar)
 
 
 def _target(hit: SearchHit) -> str:
@@ -93,14 +101,19 @@ def open_with_default_app(target: str) -> int:
     return subprocess.call([*opener, target])
 
 
-def cmd_show(args: argparse.Namespace) -> int:
+def uri_of(target: str) -> str:
+    """The URI of a document named by its path (relative to the working folder) or by its URI."""
     from deskdex.paths import path_to_uri
+
+    return target if "://" in target else path_to_uri(os.path.abspath(target))
+
+
+def cmd_show(args: argparse.Namespace) -> int:
     from deskdex.index import Collection
 
     target = args.target
-    uri = target if "://" in target else path_to_uri(os.path.abspath(target))
     with Collection.open(home_of(args).data_dir) as coll:
-        row = coll.get(uri)
+        row = coll.get(uri_of(target))
         if row is None:
             print(f"deskdex: not in the index: {target}", file=sys.stderr)
             return EXIT_ERROR
@@ -115,14 +128,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_status(args: argparse.Namespace) -> int:
-    home = home_of(args)
+def current_status(home_given: str | None, failures: bool = False) -> dict[str, Any]:
+    """What ``deskdex status --json`` prints (and the Python API's status reads): the daemon's
+    status when one runs for the home, else the counts read from its index; its cluster and shards."""
+    home = Home.resolve(home_given).check()
     info: dict[str, Any] = {"home": {"config": home.config_dir, "data": home.data_dir, "runtime": home.runtime_dir}}
-    live = ask_daemon(args, "status", failures=bool(args.failures))
+    live = ask(home_given, "status", failures=failures)
     if live is not None:
         info.update(live, daemon=True)
     else:
-        info.update(_status_from_index(home.data_dir, args.failures), daemon=False, state="idle", queue=0)
+        info.update(_status_from_index(home.data_dir, failures), daemon=False, state="idle", queue=0)
         info["ocr"] = _ocr_state(home)
     cfg = _settings_or_none(home)
     # The broker of the daemon that answered (its --broker, or the setting it started with), else the setting's.
@@ -133,6 +148,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     if cfg is not None and cfg.settings.shards:
         s = cfg.settings
         info["shards"] = [{"home": p, **_shard_status(p, s.token, s.tls_ca)} for p in s.shards]
+    return info
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    home = home_of(args)
+    info = current_status(home_given(args), bool(args.failures))
+    cluster = info.get("cluster")
     if args.json:
         print_json(info)
         return 0
@@ -294,7 +316,7 @@ def cmd_formats(args: argparse.Namespace) -> int:
     return 0
 
 
-def _one_file(path: str) -> str | None:
+def not_one_file(path: str) -> str | None:
     """Why ``path`` is not a file the command can take, or None when it is."""
     if os.path.isdir(path):
         return f"{path} is a folder: give one file (deskdex index indexes folders)"
@@ -308,7 +330,7 @@ def _one_file(path: str) -> str | None:
 def cmd_convert(args: argparse.Namespace) -> int:
     from deskdex.converters import Source, convert, tagged
 
-    problem = _one_file(args.file)
+    problem = not_one_file(args.file)
     if problem:
         print(f"deskdex: {problem}", file=sys.stderr)
         return EXIT_USAGE
@@ -382,21 +404,11 @@ def _relation(d: dict[str, Any], docs: list[dict[str, Any]]) -> str:
 
 def _near_duplicates(args: argparse.Namespace) -> int:
     path = os.path.abspath(args.path)
-    problem = _one_file(path)
+    problem = not_one_file(path)
     if problem:
         print(f"deskdex: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    found = ask_daemon(args, "dups", path=path)
-    if found is None:
-        from deskdex import settings
-        from deskdex.converters import Limits
-        from deskdex.index import Collection
-        from deskdex.pipeline import convert_one, near_duplicates
-
-        cfg = settings.load(home_of(args))
-        doc = convert_one(path, Limits.from_settings(cfg))
-        with Collection.open(cfg.home.data_dir) as coll:
-            found = near_duplicates(coll, path, doc)
+    found = near_duplicates_of(home_given(args), path)
     if args.json:
         print_json(found)
     elif not found["duplicates"]:
@@ -405,3 +417,20 @@ def _near_duplicates(args: argparse.Namespace) -> int:
         for d in found["duplicates"]:
             say(f"{d['similarity']:4.0%} of words in common  {shown_location(d)}")
     return 0
+
+
+def near_duplicates_of(home_given: str | None, path: str) -> dict[str, Any]:
+    """What ``deskdex dups FILE`` lists (and the Python API's duplicates): the near-duplicates of
+    the file at the absolute ``path``, indexed or not, found by the home's daemon or in its index."""
+    found: dict[str, Any] | None = ask(home_given, "dups", path=path)
+    if found is not None:
+        return found
+    from deskdex import settings
+    from deskdex.converters import Limits
+    from deskdex.index import Collection
+    from deskdex.pipeline import convert_one, near_duplicates
+
+    cfg = settings.load(Home.resolve(home_given).check())
+    doc = convert_one(path, Limits.from_settings(cfg))
+    with Collection.open(cfg.home.data_dir) as coll:
+        return near_duplicates(coll, path, doc)
