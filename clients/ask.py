@@ -30,16 +30,16 @@ def ask_daemon(args: argparse.Namespace, op: str, **kw: Any) -> Any:
     return ask(home_given(args), op, **kw)
 
 
-def ask(home_given: str | None, op: str, **kw: Any) -> Any:
-    """The answer of the daemon of ``home_given`` (a ``--home``; None: $DESKDEX_HOME, else the
+def ask(chosen: str | None, op: str, **kw: Any) -> Any:
+    """The answer of the daemon of ``chosen`` (a ``--home``; None: $DESKDEX_HOME, else the
     platform's folders), or None when no daemon runs for that home. An error the daemon answers
     with is raised as its deskdex.errors exception (a QueryError with its position, ...).
 
     A user with no daemon and no index of their own who chose no home is answered by the system
     daemon (`deskdex daemon --system`) for its public ops, with what that user may read."""
-    home = Home.resolve(home_given).check()
+    home = Home.resolve(chosen).check()
     sockets = [home.socket]
-    chosen = home_given or os.environ.get(ENV)
+    chosen = chosen or os.environ.get(ENV)
     if not chosen and OPS[op].public and not os.path.exists(os.path.join(home.data_dir, "catalog.sqlite")):
         sockets.append(Home.resolve(system=True).socket)
     for path in sockets:

@@ -63,11 +63,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def found(home_given: str | None, query: str, *, limit: int = 10, offset: int = 0, sort: str = "relevance",
+def found(chosen: str | None, query: str, *, limit: int = 10, offset: int = 0, sort: str = "relevance",
           all: bool = False, snippets: bool = True, similar: str | None = None) -> SearchResults:
     """A search as ``deskdex search`` answers it (and the Python API, clients/api.py): the daemon's
     answer when one runs for the home, else the home's index and shards read directly."""
-    results: SearchResults | None = ask(home_given, "search", query=query, limit=limit, offset=offset, sort=sort,
+    results: SearchResults | None = ask(chosen, "search", query=query, limit=limit, offset=offset, sort=sort,
                                         all=all, snippets=snippets, similar=similar)
     if results is not None:
         return results
@@ -76,7 +76,7 @@ def found(home_given: str | None, query: str, *, limit: int = 10, offset: int = 
     from deskdex import settings
     from deskdex.index import Collection, open_shards, search_shards
 
-    cfg = settings.load(Home.resolve(home_given).check())
+    cfg = settings.load(Home.resolve(chosen).check())
     with ExitStack() as stack:
         colls = [stack.enter_context(Collection.open(cfg.home.data_dir)),
                  *open_shards(stack, cfg.settings.shards, cfg.settings.token, cfg.settings.tls_ca)]
@@ -128,12 +128,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def current_status(home_given: str | None, failures: bool = False) -> dict[str, Any]:
+def current_status(chosen: str | None, failures: bool = False) -> dict[str, Any]:
     """What ``deskdex status --json`` prints (and the Python API's status reads): the daemon's
     status when one runs for the home, else the counts read from its index; its cluster and shards."""
-    home = Home.resolve(home_given).check()
+    home = Home.resolve(chosen).check()
     info: dict[str, Any] = {"home": {"config": home.config_dir, "data": home.data_dir, "runtime": home.runtime_dir}}
-    live = ask(home_given, "status", failures=failures)
+    live = ask(chosen, "status", failures=failures)
     if live is not None:
         info.update(live, daemon=True)
     else:
@@ -419,10 +419,10 @@ def _near_duplicates(args: argparse.Namespace) -> int:
     return 0
 
 
-def near_duplicates_of(home_given: str | None, path: str) -> dict[str, Any]:
+def near_duplicates_of(chosen: str | None, path: str) -> dict[str, Any]:
     """What ``deskdex dups FILE`` lists (and the Python API's duplicates): the near-duplicates of
     the file at the absolute ``path``, indexed or not, found by the home's daemon or in its index."""
-    found: dict[str, Any] | None = ask(home_given, "dups", path=path)
+    found: dict[str, Any] | None = ask(chosen, "dups", path=path)
     if found is not None:
         return found
     from deskdex import settings
@@ -430,7 +430,7 @@ def near_duplicates_of(home_given: str | None, path: str) -> dict[str, Any]:
     from deskdex.index import Collection
     from deskdex.pipeline import convert_one, near_duplicates
 
-    cfg = settings.load(Home.resolve(home_given).check())
+    cfg = settings.load(Home.resolve(chosen).check())
     doc = convert_one(path, Limits.from_settings(cfg))
     with Collection.open(cfg.home.data_dir) as coll:
         return near_duplicates(coll, path, doc)
