@@ -284,10 +284,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=managing.cmd_service)
 
     from .crawl import add_commands as add_crawl
+    from .shellsearch import add_command as add_shell_search
     from .tray import add_command as add_tray
 
     add_crawl(sub, common, managing.crawl_env)
     add_tray(sub, common)
+    add_shell_search(sub, common)
     return p
 
 

@@ -4,6 +4,11 @@ A systemd user unit on Linux, a launchd agent on macOS, a scheduled task on Wind
 rendered from its template, package data of deskdex.packaging (``packaging/`` in the repository).
 The service runs ``deskdex daemon`` (the console script beside this Python, else
 ``python -m deskdex daemon``), with ``--home`` when given.
+
+On Linux it also writes the files through which the desktop's search box finds deskdex
+(docs/desktop.md): the D-Bus activation file that starts ``deskdex shell-search`` when GNOME Shell or
+KRunner first asks, GNOME Shell's search provider, the application entry that provider names, and
+KRunner's D-Bus plugin, each under $XDG_DATA_HOME.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ logger = logging.getLogger(__name__)
 NAME = "deskdex"
 SYSTEMD_UNIT = "deskdex.service"
 LAUNCHD_LABEL = "org.deskdex.daemon"
+DBUS_SERVICE = "org.deskdex.SearchProvider.service"  # the bus finds it by its name: the bus name + .service
+GNOME_PROVIDER = "deskdex-search-provider.ini"
+KRUNNER_PLUGIN = "deskdex-krunner.desktop"
 # What to run once a user systemd manager is reachable, after `service install` could not reach one.
 _ENABLE_HINT = ("Where a user manager runs (a desktop login; over ssh, after `loginctl enable-linger $USER`): "
                 f"systemctl --user daemon-reload && systemctl --user enable --now {SYSTEMD_UNIT}")
@@ -36,11 +44,11 @@ class Unit:
     text: str
 
 
-def command(home: str | None = None, python: str = sys.executable) -> list[str]:
-    """The daemon's command line: the console script if it sits beside ``python``."""
+def command(home: str | None = None, python: str = sys.executable, subcommand: str = "daemon") -> list[str]:
+    """The daemon's (or ``subcommand``'s) command line: the console script if it sits beside ``python``."""
     script = os.path.join(os.path.dirname(python), "deskdex.exe" if os.name == "nt" else "deskdex")
     argv = [script] if os.path.exists(script) else [python, "-m", "deskdex.clients.cli"]
-    argv.append("daemon")
+    argv.append(subcommand)
     if home:
         argv += ["--home", os.path.abspath(home)]
     return argv
@@ -88,12 +96,12 @@ def install(home: str | None = None, start: bool = True) -> Unit:
     enable it once a manager runs; with ``start`` it is a ServiceError, since nothing can start it.
     """
     unit = render(home=home)
-    os.makedirs(os.path.dirname(unit.path), mode=0o700, exist_ok=True)
-    encoding = "utf-16" if unit.kind == "task" else "utf-8"  # schtasks wants what the XML declares
-    fd = os.open(unit.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with open(fd, "w", encoding=encoding) as f:
-        f.write(unit.text)
+    _write(unit)
     if unit.kind == "systemd":
+        # Before the unit is started: the search box's files work with a daemon started any other way.
+        for desktop_file in desktop_files(home):
+            _write(desktop_file, mode=0o644)  # read by the bus, the shell, KRunner: the user's own programs
+        _gnome_hint()
         unreachable = systemd_unreachable()
         if unreachable is None:
             _run(["systemctl", "--user", "daemon-reload"])
@@ -112,6 +120,47 @@ def install(home: str | None = None, start: bool = True) -> Unit:
             _run(["schtasks", "/Run", "/TN", NAME])
     logger.info("installed %s", unit.path)
     return unit
+
+
+def desktop_files(home: str | None = None, argv: list[str] | None = None,
+                  data_home: str | None = None) -> list[Unit]:
+    """The files of the desktop's search box (Linux), under ``data_home`` ($XDG_DATA_HOME by default):
+    the D-Bus activation file running ``argv`` (``deskdex shell-search``), GNOME Shell's search
+    provider, the tray's application entry (the provider's DesktopId) and KRunner's D-Bus plugin."""
+    from .tray import autostart
+
+    data = data_home or os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    argv = argv or command(home, subcommand="shell-search")
+    # The bus splits Exec as a shell does (quotes, backslashes), and wants an absolute program.
+    bus = _template("linux", DBUS_SERVICE).replace("Exec=@EXEC@", "Exec=" + shlex.join(argv))
+    return [Unit("dbus", os.path.join(data, "dbus-1", "services", DBUS_SERVICE), bus),
+            Unit("gnome-shell", os.path.join(data, "gnome-shell", "search-providers", GNOME_PROVIDER),
+                 _template("linux", GNOME_PROVIDER)),
+            Unit("application", os.path.join(data, "applications", autostart.NAME + ".desktop"),
+                 autostart.desktop_entry(autostart.command(home))),
+            Unit("krunner", os.path.join(data, "krunner", "dbusplugins", KRUNNER_PLUGIN),
+                 _template("linux", KRUNNER_PLUGIN))]
+
+
+def _gnome_hint() -> None:
+    """GNOME Shell reads search providers from $XDG_DATA_DIRS only, never $XDG_DATA_HOME: say so where
+    it would miss ours (docs/desktop.md)."""
+    if "GNOME" not in os.environ.get("XDG_CURRENT_DESKTOP", "").upper().split(":"):
+        return
+    data = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    dirs = [os.path.realpath(d) for d in os.environ.get("XDG_DATA_DIRS", "").split(":") if d]
+    if os.path.realpath(data) not in dirs:
+        print(f"deskdex: GNOME Shell reads search providers from $XDG_DATA_DIRS only: add {data} to it to see "
+              "deskdex in the Activities search (docs/desktop.md, \"GNOME Shell\")", file=sys.stderr)
+
+
+def _write(unit: Unit, mode: int = 0o600) -> None:
+    os.makedirs(os.path.dirname(unit.path), mode=0o700, exist_ok=True)
+    encoding = "utf-16" if unit.kind == "task" else "utf-8"  # schtasks wants what the XML declares
+    fd = os.open(unit.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with open(fd, "w", encoding=encoding) as f:
+        f.write(unit.text)
+    os.chmod(unit.path, mode)  # an older file keeps its mode through O_TRUNC
 
 
 def systemd_unreachable() -> str | None:
@@ -139,10 +188,11 @@ def uninstall() -> Unit:
         _run(["launchctl", "bootout", f"gui/{os.getuid()}/{LAUNCHD_LABEL}"], check=False)
     elif unit.kind == "task":
         _run(["schtasks", "/Delete", "/TN", NAME, "/F"], check=False)
-    try:
-        os.unlink(unit.path)
-    except FileNotFoundError:
-        pass
+    for path in [unit.path, *(f.path for f in desktop_files(argv=["deskdex"]) if unit.kind == "systemd")]:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
     if manager:
         _run(["systemctl", "--user", "daemon-reload"], check=False)
     return unit

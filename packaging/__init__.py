@@ -5,6 +5,9 @@ from ``__file__``), so they work from a wheel, an editable install and a zip ali
     launchd/org.deskdex.daemon.plist  the launchd agent (macOS)
     windows/deskdex-task.xml          the scheduled task (Windows)
     linux/deskdex-tray.desktop        the tray's desktop entry, as packagers ship it
+    linux/org.deskdex.SearchProvider.service  D-Bus activation of ``deskdex shell-search``
+    linux/deskdex-search-provider.ini GNOME Shell's search provider (docs/desktop.md)
+    linux/deskdex-krunner.desktop     KRunner's D-Bus plugin
 
 The shell scripts beside them (system-deps*.sh) set up a test or benchmark machine and are not
 installed.

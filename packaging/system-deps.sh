@@ -20,13 +20,15 @@ set -euo pipefail
 # redis-server: tests/test_cluster.py starts its own, on 127.0.0.1, as Celery's broker.
 # chromium and chromium-driver: the web UI's end-to-end tests drive it headless with Selenium
 # (tests/browser.py); libpam-runtime: /etc/pam.d/other, which the system daemon's web login checks with.
+# dbus-daemon, dbus-bin (dbus-send), libglib2.0-bin (gdbus) and desktop-file-utils: tests/test_shell_search.py runs a
+# private session bus, calls the search provider through it and validates the desktop files `service install` writes.
 # libreoffice-*-nogui, python3-uno, mkvtoolnix, groff and qpdf: only the tests need them, to make .doc/.ppt/.xls,
 # password-protected .odt, .mkv, PostScript and AES-256 encrypted PDF files with the formats' own tools.
 PKGS=(acl util-linux systemd poppler-utils xvfb libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1
       libxcb-image0 libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xfixes0 libxcb-xkb1 libegl1 libgl1
       libfontconfig1 libdbus-1-3
       antiword catdoc djvulibre-bin ghostscript catdvi tesseract-ocr tesseract-ocr-eng fonts-dejavu-core mkvtoolnix groff qpdf python3-uno redis-server
-      chromium chromium-driver libpam-runtime
+      chromium chromium-driver libpam-runtime dbus-daemon dbus-bin libglib2.0-bin desktop-file-utils
       libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui)
 if [ $# -gt 0 ]; then PKGS=("$@"); fi
 if ! command -v dpkg-query >/dev/null; then
