@@ -259,6 +259,26 @@ def check_install(venv: Venv, tmp: Path, origin: dict[str, Path]) -> None:
     assert f"Exec={venv.deskdex} tray\n" in entry and "Name=deskdex\n" in entry
 
 
+# Run by the fresh venv's Python: a script of the Python API (docs/python-api.md), and what
+# `import deskdex` alone loaded of deskdex.
+API_SCRIPT = r"""
+import json, sys
+import deskdex
+light = sorted(m for m in sys.modules if m.startswith("deskdex"))
+hits = deskdex.search(sys.argv[1])
+print(json.dumps({"light": light, "paths": [h.path for h in hits], "text": deskdex.document(hits[0].path).text,
+                  "daemon": deskdex.status().daemon, "documents": deskdex.status().documents,
+                  "api": sys.modules[deskdex.search.__module__].__file__}))
+"""
+
+
+def api_script(venv: Venv, query: str, env: dict[str, str], cwd: Path) -> dict[str, Any]:
+    got: dict[str, Any] = json.loads(run([venv.python, "-c", API_SCRIPT, query], env, cwd).stdout)
+    assert got["light"] == ["deskdex", "deskdex.lazy"], got["light"]
+    assert got["api"] == str(venv.site / "deskdex" / "clients" / "api.py")
+    return got
+
+
 @pytest.fixture
 def scratch() -> Iterator[Path]:
     # Not tmp_path: pytest keeps its last three runs, and a venv per test would add up to 100s of MB.
@@ -317,6 +337,9 @@ def test_wheel_installs_alone_and_runs(scratch: Path) -> None:
     assert summary["indexed"] == 3 and summary["failed"] == 0, summary
     assert run([venv.deskdex, "search", "tomato", "--paths"], env, cwd).stdout.split() == [str(docs / "soup.txt")]
     assert run([venv.deskdex, "search", "sourdough", "--paths"], env, cwd).stdout.split() == [str(docs / "recipe.html")]
+    by_script = api_script(venv, "tomato", env, cwd)  # the index read directly
+    assert (by_script["paths"], by_script["daemon"], by_script["documents"]) == ([str(docs / "soup.txt")], False, 3)
+    assert by_script["text"] == "Tomato soup with basil and a little cream."
 
     # The daemon: started on the same home, asked through its socket, stopped with SIGTERM.
     (home / "config").mkdir(parents=True, exist_ok=True)
@@ -331,6 +354,9 @@ def test_wheel_installs_alone_and_runs(scratch: Path) -> None:
             time.sleep(0.2)
         assert status.get("daemon") and status["state"] == "idle" and status["documents"] == 3, status
         assert run([venv.deskdex, "search", "cucumbers", "--paths"], env, cwd).stdout.split() == [str(docs / "garden.md")]
+        by_script = api_script(venv, "cucumbers", env, cwd)  # through the daemon
+        assert (by_script["paths"], by_script["daemon"], by_script["documents"]) == ([str(docs / "garden.md")], True, 3)
+        assert "Cucumbers climb the fence in July." in by_script["text"]
         daemon.send_signal(signal.SIGTERM)
         assert daemon.wait(30) == 0, (scratch / "daemon.log").read_text()
     finally:
