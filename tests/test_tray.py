@@ -323,8 +323,9 @@ def test_search_as_you_type(tray: Any, corpus: Corpus) -> None:
     assert shown[budget].endswith("2 duplicates"), shown
     notes = shown[1 - budget]
     assert notes.startswith(f"Budget meeting notes — {corpus.notes}") and "duplicate" not in notes, shown
-    # The daemon's total counts every matching document, the copies folded into a hit included.
-    assert w.info.text().split(",")[0] == "4 results", w.info.text()
+    # Two rows, and the two copies folded into the first said as such: the daemon's total (4) counts
+    # every matching document, and "4 results" above two rows read as if two were missing.
+    assert w.info.text() == "2 results (+2 copies)", w.info.text()
     assert "<b>budget</b>" in w.results.topLevelItem(budget).data(0, HTML_ROLE)
 
     first = w.results.topLevelItem(budget)
@@ -393,7 +394,7 @@ def test_typing_a_prefix_paging_and_the_context_menu(qapp: Any, winds: tuple[Dae
         QTest.keyClicks(w.box, "zep")
         wait_for(lambda: w.results.topLevelItemCount() == LIMIT, "the first page")
         assert LIMIT < WINDS
-        assert w.info.text() == f"{WINDS} results, first {LIMIT} shown", w.info.text()
+        assert w.info.text() == f"first {LIMIT} results of {WINDS} matching documents", w.info.text()
         assert w.more_button.isVisible() and w.more_button.isEnabled()
         w.more_button.click()
         wait_for(lambda: w.results.topLevelItemCount() == WINDS, "the second page")
@@ -404,7 +405,7 @@ def test_typing_a_prefix_paging_and_the_context_menu(qapp: Any, winds: tuple[Dae
 
         QTest.keyClicks(w.box, "hyr ")  # a whole word, ended: as the query language reads it
         wait_for(lambda: w.results.topLevelItemCount() == LIMIT, "the first page of the search for zephyr")
-        assert w.more_button.isVisible() and w.info.text() == f"{WINDS} results, first {LIMIT} shown"
+        assert w.more_button.isVisible() and w.info.text() == f"first {LIMIT} results of {WINDS} matching documents"
 
         item = w.results.topLevelItem(3)
         path = item.data(0, PATH_ROLE)
@@ -446,7 +447,7 @@ def test_without_a_daemon_the_window_reads_the_index(qapp: Any, home: Path, daem
         t.search_action.trigger()
         QTest.keyClicks(w.box, "budg")
         wait_for(lambda: w.results.topLevelItemCount() == 2, "two results")
-        assert w.info.text() == f"4 results ({NO_DAEMON})", w.info.text()
+        assert w.info.text() == f"2 results (+2 copies) ({NO_DAEMON})", w.info.text()
         shown = {w.results.topLevelItem(i).data(0, PATH_ROLE): w.results.topLevelItem(i) for i in range(2)}
         assert set(shown) == {str(corpus.budget), str(corpus.notes)}
         first = shown[str(corpus.budget)]

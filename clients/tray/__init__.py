@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,10 @@ def cmd_tray(args: argparse.Namespace) -> int:
         path = autostart.uninstall()
         print(f"removed {path}" if path else "no autostart entry to remove")
         return 0
+    no_display = _no_display()
+    if no_display is not None:
+        print(f"deskdex tray: {no_display}", file=sys.stderr)
+        return 1
     try:
         import PySide6.QtWidgets  # noqa: F401
     except ImportError as exc:
@@ -58,6 +63,29 @@ def cmd_tray(args: argparse.Namespace) -> int:
         print(f"deskdex tray: {problem}", file=sys.stderr)
         return 1
     from .app import run
+    from .history import history_file
 
     h = Home.resolve(home)
-    return run(h.socket, h.data_dir)
+    return run(h.socket, h.data_dir, history_file(home))
+
+
+# Qt platforms that show windows on a display server: without one, Qt aborts the process with a
+# page of text (SIGABRT), so the missing display is said first, in one line.
+_DISPLAYED = {"": ("DISPLAY", "WAYLAND_DISPLAY"), "xcb": ("DISPLAY",),
+              "wayland": ("WAYLAND_DISPLAY",), "wayland-egl": ("WAYLAND_DISPLAY",)}
+
+
+def _no_display() -> str | None:
+    """Why no window can be shown here (an ssh session, a console), or None. Only where a display
+    server is needed: not on macOS or Windows, nor with a QT_QPA_PLATFORM that needs none
+    (offscreen, vnc, eglfs)."""
+    if sys.platform in ("darwin", "win32"):
+        return None
+    wanted = [p.split(":", 1)[0] for p in os.environ.get("QT_QPA_PLATFORM", "").split(";")]
+    if any(p not in _DISPLAYED for p in wanted):
+        return None
+    needed = sorted({v for p in wanted for v in _DISPLAYED[p]})
+    if any(os.environ.get(v) for v in needed):
+        return None
+    return (f"no display to show the tray on ({' and '.join(needed)} "
+            f"{'is' if len(needed) == 1 else 'are'} unset): run it in a desktop session")

@@ -19,6 +19,7 @@ from deskdex.errors import DeskdexError
 from . import icons
 from .caller import Caller
 from .folders_window import FoldersWindow
+from .history import History
 from .offline import IndexReader
 from .search_window import SearchWindow
 
@@ -43,13 +44,14 @@ def progress(status: dict[str, Any]) -> float | None:
 
 class TrayApp(QObject):
     """The tray of the daemon at ``socket_path``; with ``data_dir`` (the home's data folder), searches
-    read the index there when no daemon answers."""
+    read the index there when no daemon answers; ``history_file``: where the searches are remembered
+    (None: for this run only)."""
 
     def __init__(self, socket_path: str, poll_ms: int = POLL_MS, parent: QObject | None = None,
-                 data_dir: str | None = None) -> None:
+                 data_dir: str | None = None, history_file: str | None = None) -> None:
         super().__init__(parent)
         self.caller = Caller(socket_path, self, fallback=IndexReader(data_dir) if data_dir else None)
-        self.search_window = SearchWindow(self.caller)
+        self.search_window = SearchWindow(self.caller, history=History(history_file))
         self.folders_window = FoldersWindow(self.caller)
         self.status: dict[str, Any] = {}
         self.state = "error"
@@ -154,13 +156,13 @@ def _raise(w: QWidget) -> None:
     w.activateWindow()
 
 
-def run(socket_path: str, data_dir: str | None = None) -> int:
+def run(socket_path: str, data_dir: str | None = None, history_file: str | None = None) -> int:
     """The ``deskdex tray`` process: the icon until Quit (or the search window, where there is no tray).
-    ``data_dir``: the index searched when no daemon answers."""
+    ``data_dir``: the index searched when no daemon answers; ``history_file``: the search history's."""
     existing = QApplication.instance()  # typed as the QCoreApplication it may be; ours is a QApplication
     app = existing if isinstance(existing, QApplication) else QApplication(["deskdex"])
     app.setApplicationName("deskdex")
-    tray = TrayApp(socket_path, data_dir=data_dir)
+    tray = TrayApp(socket_path, data_dir=data_dir, history_file=history_file)
     if QSystemTrayIcon.isSystemTrayAvailable():
         app.setQuitOnLastWindowClosed(False)  # closing a window must not end the tray
     else:

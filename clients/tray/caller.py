@@ -49,6 +49,10 @@ class Caller(QObject):
         self.pool.start(_Job(self, ticket, op, args))
         return ticket
 
+    def busy(self) -> bool:
+        """Whether an answer is still to come (or to be handed to its callback)."""
+        return bool(self._pending)
+
     @Slot(int, object, object)
     def _dispatch(self, ticket: int, result: Any, error: Any) -> None:
         on_result, on_error = self._pending.pop(ticket)

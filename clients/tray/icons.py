@@ -1,12 +1,14 @@
 """The tray icon, drawn at runtime with QPainter (no image files to ship): a magnifying glass whose colour
-and badge say the daemon's state, with a progress arc while indexing."""
+and badge say the daemon's state, with a progress arc while indexing. And the icons of the results'
+types, from the desktop's icon theme."""
 
 from __future__ import annotations
 
 import logging
 
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QMimeDatabase, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QIcon, QPainter, QPen, QPixmap
+from PySide6.QtWidgets import QApplication, QStyle
 
 logger = logging.getLogger(__name__)
 
@@ -58,4 +60,41 @@ def icon(state: str, progress: float | None = None) -> QIcon:
     ic = QIcon()
     for size in SIZES:
         ic.addPixmap(draw(state, progress, size))
+    return ic
+
+
+_type_icons: dict[str, QIcon] = {}
+# Themes with MIME type icons, tried where the desktop names no theme (a bare X session, a window
+# manager without a settings daemon): Qt then knows only hicolor, which has none.
+FALLBACK_THEMES = ("Adwaita", "breeze", "oxygen", "gnome")
+
+
+def _fallback_theme() -> None:
+    if QIcon.themeName() not in ("", "hicolor") or QIcon.fallbackThemeName() not in ("", "hicolor"):
+        return
+    import os
+
+    for theme in FALLBACK_THEMES:
+        if any(os.path.isdir(os.path.join(d, theme)) for d in QIcon.themeSearchPaths()):
+            QIcon.setFallbackThemeName(theme)
+            return
+
+
+def type_icon(mime: str) -> QIcon:
+    """The icon of a MIME type in the desktop's icon theme: its own freedesktop name
+    (``application-pdf``), else the name the shared MIME database gives (``x-office-document``), else
+    its generic one (``text-x-generic``), else the style's file icon where the theme has none of them."""
+    cached = _type_icons.get(mime)
+    if cached is not None:
+        return cached
+    if not _type_icons:
+        _fallback_theme()
+    names = [mime.replace("/", "-")] if mime else []
+    known = QMimeDatabase().mimeTypeForName(mime) if mime else None
+    if known is not None and known.isValid():
+        names += [known.iconName(), known.genericIconName()]
+    found = next((QIcon.fromTheme(n) for n in dict.fromkeys(names) if n and QIcon.hasThemeIcon(n)), None)
+    style = QApplication.style()
+    ic = found if found is not None else style.standardIcon(QStyle.StandardPixmap.SP_FileIcon)
+    _type_icons[mime] = ic
     return ic

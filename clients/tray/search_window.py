@@ -1,6 +1,13 @@
-"""The search window: a box that searches as you type, results with title, path, date and a snippet with
-the matched words in bold, the number of copies it stands for and of similar documents, expandable to
-their paths ("Show N similar" in the context menu lists them as results).
+"""The search window: a box that searches as you type, results with their type's icon, title, path, date,
+page and a snippet with the matched words in bold, the number of copies it stands for and of similar
+documents, expandable to their paths ("Show N similar" in the context menu lists them as results).
+Beside them: the filters with their counts (filters.py), and the selected result's text with every hit
+highlighted (preview.py). The results sort by relevance, date or size; the queries settled on are
+kept (history.py) and offered by the box's completer and the History button.
+
+The count above the results counts what is listed: "2 results (+2 copies)" for two rows standing for
+four matching files, never "4 results" above two rows; while more are to come, "first 50 results of
+60 matching documents", the copies among them included.
 
 As you type, the word at the end also matches as a prefix (``zep`` finds ``zephyr``: index/as_you_type.py).
 The first ``LIMIT`` results show, and "More results" adds the next ``LIMIT`` each time. A result's context
@@ -8,7 +15,8 @@ menu opens it, opens its folder or copies its path. With no daemon, searches rea
 (offline.py) and the window says so.
 
 Keys: Enter opens the selected result (the first if none is), Ctrl+Enter opens its folder, Down moves from
-the box to the results, Escape hides the window."""
+the box to the results, F3 and Shift+F3 move to the preview's next and previous hit, Escape hides the
+window."""
 
 from __future__ import annotations
 
@@ -18,19 +26,26 @@ import os
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QPoint, QSize, Qt, QTimer, QUrl
+from PySide6.QtCore import (QEvent, QModelIndex, QObject, QPersistentModelIndex, QPoint, QSize, QStringListModel, Qt,
+                            QTimer, QUrl)
 from PySide6.QtGui import (QAbstractTextDocumentLayout, QDesktopServices, QKeyEvent, QPainter, QPalette,
                            QShowEvent, QTextDocument)
-from PySide6.QtWidgets import (QAbstractItemView, QApplication, QLabel, QLineEdit, QMenu, QPushButton, QStyle,
-                               QStyledItemDelegate, QStyleOptionViewItem, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QApplication, QComboBox, QCompleter, QHBoxLayout, QLabel,
+                               QLineEdit, QMenu, QPushButton, QSplitter, QStyle, QStyledItemDelegate,
+                               QStyleOptionViewItem, QToolButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from deskdex.errors import DeskdexError
 from deskdex.index import prefix_last_word
+from deskdex.protocol import SORTS
 
 from ..render import cluster_counts, terminal_safe
 from .caller import Caller
+from .filters import Filters, narrowed
+from .history import History
+from .icons import type_icon
 from .offline import FROM_INDEX
+from .preview import Preview
+from .viewers import open_at_page
 
 if TYPE_CHECKING:
     from deskdex.protocol import SearchHit
@@ -46,6 +61,8 @@ NO_DAEMON = "no daemon is running: read from the index directly"
 HIT_ROLE = Qt.ItemDataRole.UserRole + 1   # the hit as the daemon sent it (top-level items); {} on the others
 HTML_ROLE = Qt.ItemDataRole.UserRole + 2  # what the delegate paints
 PATH_ROLE = Qt.ItemDataRole.UserRole + 3  # the file Enter opens (copies too); "" on a line that names none
+SETTLE_MS = 1500  # a query whose results have shown this long without a key typed goes into the history
+SORT_NAMES = {"relevance": "Relevance", "date": "Date, newest first", "size": "Size, largest first"}
 
 
 def open_path(path: str) -> None:
@@ -85,6 +102,15 @@ def new_item(text: str, html_text: str, path: str = "", hit: SearchHit | None = 
     return item
 
 
+def count_line(rows: int, copies: int, total: int, more: bool) -> str:
+    """What the window says above ``rows`` results listed, which stand for ``copies`` copies besides,
+    of ``total`` matching documents (copies included); ``more``: more results are to come."""
+    folded = f" (+{copies:,} cop{'y' if copies == 1 else 'ies'})" if copies else ""
+    if more:
+        return f"first {rows:,} results{folded} of {total:,} matching documents"
+    return f"{rows:,} result{'s' if rows != 1 else ''}{folded}"
+
+
 def as_rich_text(text: str) -> str:
     """``text`` for a tooltip, which Qt reads as HTML when it guesses it is (a name with "<b>" in
     it): always HTML, escaped, so it shows as written."""
@@ -93,13 +119,29 @@ def as_rich_text(text: str) -> str:
 
 class SearchWindow(QWidget):
     def __init__(self, caller: Caller, opener: Callable[[str], None] = open_path,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, history: History | None = None) -> None:
         super().__init__(parent)
         self.caller, self.opener = caller, opener
+        self.history = history if history is not None else History(None)
         self.setWindowTitle("deskdex search")
-        self.resize(720, 520)
+        self.resize(1100, 620)
         self.box = QLineEdit(placeholderText="Search… (words, \"phrases\", title:, ext:, after:…)")
         self.box.setClearButtonEnabled(True)
+        self.history_model = QStringListModel(self.history.queries, self)
+        completer = QCompleter(self.history_model, self)
+        completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        completer.setFilterMode(Qt.MatchFlag.MatchContains)
+        self.box.setCompleter(completer)
+        self.sort = QComboBox()
+        for key in SORTS:
+            self.sort.addItem(SORT_NAMES.get(key, key), key)
+        self.sort.setToolTip("Order of the results")
+        self.history_button = QToolButton()
+        self.history_button.setText("History")
+        self.history_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.history_menu = QMenu(self)
+        self.history_menu.aboutToShow.connect(self._fill_history_menu)
+        self.history_button.setMenu(self.history_menu)
         self.info = QLabel(" ")
         self.more_button = QPushButton("More results")
         self.more_button.hide()
@@ -110,12 +152,33 @@ class SearchWindow(QWidget):
         self.results.setItemDelegate(HtmlDelegate(self.results))
         self.results.setUniformRowHeights(False)
         self.results.setRootIsDecorated(True)
+        self.filters = Filters(self._filters_changed)
+        self.preview = Preview(caller, self.open_page)
+        top = QHBoxLayout()
+        top.addWidget(self.box, 1)
+        top.addWidget(self.sort)
+        top.addWidget(self.history_button)
+        listing = QWidget()
+        column = QVBoxLayout(listing)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.results, 1)
+        column.addWidget(self.more_button)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        for w in (self.filters, listing, self.preview):
+            self.splitter.addWidget(w)
+        self.splitter.setSizes([220, 440, 440])
         layout = QVBoxLayout(self)
-        for w in (self.box, self.info, self.results, self.more_button):
-            layout.addWidget(w)
+        layout.addLayout(top)
+        layout.addWidget(self.info)
+        layout.addWidget(self.splitter, 1)
         self.timer = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
         self.timer.timeout.connect(self.search_now)
         self.box.textChanged.connect(lambda _: self.timer.start())
+        self.settle = QTimer(self, singleShot=True, interval=SETTLE_MS)
+        self.settle.timeout.connect(self.remember)
+        self.box.textEdited.connect(lambda _: self.settle.stop())
+        self.sort.currentIndexChanged.connect(lambda _: self.search_now())
+        self.results.currentItemChanged.connect(lambda item, _old: self._preview(item))
         self.results.itemActivated.connect(lambda item, _col: self.open_item(item))
         self.results.itemExpanded.connect(self._expand)
         self.results.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
@@ -123,7 +186,8 @@ class SearchWindow(QWidget):
         self.box.installEventFilter(self)
         self.results.installEventFilter(self)
         self._seq = 0  # number of the newest search: answers to older ones arriving late are dropped
-        self._query = ""  # what the newest search sent (the box's text, its last word a prefix too)
+        self._query = ""  # what the newest search sent (the box's text, its last word a prefix too, and filters)
+        self._words = ""  # the box's part of it: what the preview marks
         self._similar: str | None = None  # the hit whose similar documents are listed ("Show N similar")
 
     # -- searching
@@ -134,11 +198,20 @@ class SearchWindow(QWidget):
             self.results.clear()
             self.more_button.hide()
             self.info.setText(" ")
+            self.filters.forget()
+            self.preview.show_hit(None, "")
             return
         # the text as typed: a space at its end says the last word is finished
-        self._query = prefix_last_word(text.lstrip()).strip()
+        self._words = prefix_last_word(text.lstrip()).strip()
+        self._query = narrowed(self._words, self.filters.filters())
         self._similar = None
         self._request(0)
+
+    def sort_key(self) -> str:
+        return str(self.sort.currentData() or "relevance")
+
+    def _filters_changed(self) -> None:
+        self.search_now()
 
     def show_similar(self, hit: SearchHit) -> None:
         """List every document of ``hit``'s cluster (its copies and similar documents), ranked by
@@ -156,8 +229,19 @@ class SearchWindow(QWidget):
         # one more than is shown: whether there are more to page to, without counting them
         seq = self._seq
         self.caller.request("search", lambda r: self._show(seq, offset, r), lambda e: self._failed(seq, e, offset),
-                            query=self._query, limit=LIMIT + 1, offset=offset,
+                            query=self._query, limit=LIMIT + 1, offset=offset, sort=self.sort_key(),
                             **({"similar": self._similar} if self._similar is not None else {}))
+
+    def _request_facets(self) -> None:
+        seq = self._seq
+
+        def show(result: dict[str, Any]) -> None:
+            if seq == self._seq:
+                self.filters.show_facets(result.get("facets"))
+
+        # after the hits (as the web page): counting up to 1,000 matches costs about a search
+        self.caller.request("search", show, lambda e: None, query=self._query, limit=1, snippets=False,
+                            facets=True, sort=self.sort_key())
 
     def _show(self, seq: int, offset: int, result: dict[str, Any]) -> None:
         if seq != self._seq:  # an answer to a query typed over since
@@ -172,12 +256,29 @@ class SearchWindow(QWidget):
             self.results.addTopLevelItem(self._item(hit))
         shown = self.results.topLevelItemCount()
         total = int(result.get("total", shown))
-        self.info.setText(f"{total} result{'s' if total != 1 else ''}" + (f", first {shown} shown" if more else "")
+        copies = sum(int(h.get("duplicates") or 0) for h in self.hits())
+        self.info.setText(count_line(shown, copies, total, more)
                           + (f" ({NO_DAEMON})" if result.get(FROM_INDEX) else ""))
         self.more_button.setVisible(more)
         self.more_button.setEnabled(True)
-        if offset == 0 and hits and (first := self.results.topLevelItem(0)) is not None:
-            self.results.setCurrentItem(first)
+        if offset == 0:
+            if hits and (first := self.results.topLevelItem(0)) is not None:
+                self.results.setCurrentItem(first)
+            else:
+                self.preview.show_hit(None, "")
+            if self._similar is None:
+                self._request_facets()
+            if hits and self.box.text().strip():
+                self.settle.start()
+
+    def hits(self) -> list[SearchHit]:
+        """The hits listed, in order."""
+        out = []
+        for i in range(self.results.topLevelItemCount()):
+            item = self.results.topLevelItem(i)
+            if item is not None:
+                out.append(item.data(0, HIT_ROLE))
+        return out
 
     def _failed(self, seq: int, error: DeskdexError, offset: int = 0) -> None:
         if seq != self._seq:
@@ -185,6 +286,7 @@ class SearchWindow(QWidget):
         if offset == 0:
             self.results.clear()
             self.more_button.hide()
+            self.preview.show_hit(None, "")
         else:  # the results listed stay; the button tries again
             self.more_button.setEnabled(True)
         self.info.setText(f"<span style='color:#c62828'>{html.escape(str(error))}</span>")
@@ -196,13 +298,16 @@ class SearchWindow(QWidget):
         date = time.strftime("%Y-%m-%d", time.localtime(hit["mtime"])) if hit.get("mtime") else ""
         dups, similar = int(hit.get("duplicates") or 0), int(hit.get("similar") or 0)
         counts = cluster_counts(dups, similar)
-        plain = [terminal_safe(hit.get("title") or os.path.basename(path)), shown, date, counts]
+        page = f"page {hit['page']}" if hit.get("page") else ""
+        plain = [terminal_safe(hit.get("title") or os.path.basename(path)), shown, date, page, counts]
         badge = f" <span class='copies'>[{counts}]</span>" if counts else ""
+        where = " · ".join(html.escape(p) for p in (shown, date, page) if p)
         item = new_item(" — ".join(p for p in plain if p),
-                        f"<b>{html.escape(plain[0])}</b>{badge}<br><span class='path'>{html.escape(shown)}"
-                        f" · {date}</span><br>{snippet_html(hit.get('snippet', ''), hit.get('highlights'))}",
+                        f"<b>{html.escape(plain[0])}</b>{badge}<br><span class='path'>{where}</span><br>"
+                        f"{snippet_html(hit.get('snippet', ''), hit.get('highlights'))}",
                         path, hit)
-        item.setToolTip(0, as_rich_text(shown))
+        item.setIcon(0, type_icon(hit.get("mime") or ""))
+        item.setToolTip(0, as_rich_text(shown + (f"\n{hit['mime']}" if hit.get("mime") else "")))
         if dups or similar:
             item.setChildIndicatorPolicy(QTreeWidgetItem.ChildIndicatorPolicy.ShowIndicator)
         return item
@@ -238,7 +343,44 @@ class SearchWindow(QWidget):
     def open_item(self, item: QTreeWidgetItem | None = None, folder: bool = False) -> None:
         path = item.data(0, PATH_ROLE) if item is not None else self.current_path()
         if path:
+            self.remember()
             self.opener(os.path.dirname(path) if folder else path)
+
+    def open_page(self, path: str, mime: str, page: int) -> None:
+        """Open ``path`` at ``page`` where its viewer takes a page (viewers.py), else as ``opener`` does."""
+        self.remember()
+        open_at_page(path, mime, page, self.opener)
+
+    # -- the preview
+    def _preview(self, item: QTreeWidgetItem | None) -> None:
+        # a copy's line (a child) names a path, not a hit the document op knows by its uri
+        hit = item.data(0, HIT_ROLE) if item is not None and item.parent() is None else None
+        self.preview.show_hit(hit or None, self._words)
+
+    # -- history
+    def remember(self) -> None:
+        """Keep the box's query in the history (the user settled on it)."""
+        self.settle.stop()
+        if self.history.add(self.box.text()):
+            self.history_model.setStringList(self.history.queries)
+
+    def _fill_history_menu(self) -> None:
+        self.history_menu.clear()
+        for q in self.history.queries[:20]:
+            # the text as a label: an & in a query would be read as a shortcut's mark
+            self.history_menu.addAction(q.replace("&", "&&"), self._history_choice(q))
+        if not self.history.queries:
+            self.history_menu.addAction("No searches yet").setEnabled(False)
+        else:
+            self.history_menu.addSeparator()
+            self.history_menu.addAction("Clear history", self._clear_history)
+
+    def _history_choice(self, query: str) -> Callable[[], None]:
+        return lambda: self.box.setText(query)
+
+    def _clear_history(self) -> None:
+        self.history.clear()
+        self.history_model.setStringList([])
 
     # -- the context menu of a result
     def context_menu(self, item: QTreeWidgetItem) -> QMenu | None:
@@ -251,8 +393,11 @@ class SearchWindow(QWidget):
         menu.addAction("Open", lambda: self.open_item(item))
         folder = menu.addAction("Open containing folder", lambda: self.open_item(item, folder=True))
         folder.setEnabled(os.path.isabs(path))  # a web page's URL has no folder to open
-        menu.addAction("Copy path", lambda: copy_path(path))
         hit = item.data(0, HIT_ROLE)
+        if hit and hit.get("page") and os.path.isabs(path):
+            menu.addAction(f"Open at page {hit['page']}", lambda: self.open_page(path, hit.get("mime") or "",
+                                                                                 int(hit["page"])))
+        menu.addAction("Copy path", lambda: copy_path(path))
         similar = int(hit.get("similar") or 0) if hit else 0
         if similar:
             menu.addAction(f"Show {similar} similar", lambda: self.show_similar(hit))
@@ -280,6 +425,9 @@ class SearchWindow(QWidget):
             return True
         if key == Qt.Key.Key_Escape:
             self.hide()
+            return True
+        if key == Qt.Key.Key_F3:  # as in a viewer's find: the next hit, with Shift the previous
+            (self.preview.previous_hit if mods & Qt.KeyboardModifier.ShiftModifier else self.preview.next_hit)()
             return True
         if obj is self.box and key == Qt.Key.Key_Down and self.results.topLevelItemCount():
             self.results.setFocus()
@@ -317,15 +465,18 @@ class HtmlDelegate(QStyledItemDelegate):
               index: QModelIndex | QPersistentModelIndex) -> None:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
-        doc = self._doc(opt, index)
         opt.text = ""
-        self.view.style().drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, self.view)
+        style = self.view.style()
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, self.view)  # with the type's icon
+        area = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, self.view)
+        opt.rect = area
+        doc = self._doc(opt, index)
         ctx = QAbstractTextDocumentLayout.PaintContext()
         if opt.state & QStyle.StateFlag.State_Selected:
             ctx.palette.setColor(QPalette.ColorRole.Text, opt.palette.color(QPalette.ColorRole.HighlightedText))
         painter.save()
-        painter.translate(opt.rect.topLeft())
-        painter.setClipRect(opt.rect.translated(-opt.rect.topLeft()))
+        painter.translate(area.topLeft())
+        painter.setClipRect(area.translated(-area.topLeft()))
         doc.documentLayout().draw(painter, ctx)
         painter.restore()
 
@@ -334,5 +485,7 @@ class HtmlDelegate(QStyledItemDelegate):
         self.initStyleOption(opt, index)
         if opt.rect.width() <= 0:
             opt.rect.setWidth(self.view.viewport().width() - 40)
+        if not opt.icon.isNull():  # the text beside the icon is narrower
+            opt.rect.setWidth(opt.rect.width() - opt.decorationSize.width() - 8)
         doc = self._doc(opt, index)
         return QSize(int(doc.idealWidth()), int(doc.size().height()) + 4)
