@@ -132,7 +132,7 @@ def shoot(w: Any, name: str, popup: Any = None) -> None:
     from PySide6.QtGui import QImage, QPainter
     from PySide6.QtTest import QTest
 
-    wait_for(lambda: not w.caller.busy() and not w.preview.timer.isActive(), "the window's answers")
+    wait_for(lambda: not w.caller.busy() and not w.preview.loading(), "the window's answers")
     QTest.qWait(150)
     img = w.grab().toImage()
     if popup is not None:
@@ -159,7 +159,7 @@ def test_preview_highlights_every_hit_and_moves_between_them(window: Any, librar
     search(w, "kingfisher ")
     w.results.setCurrentItem(row_of(w, library.notes))
     p = w.preview
-    wait_for(lambda: p.doc is not None and p.doc["path"] == str(library.notes), "the notes' preview")
+    wait_for(lambda: p.doc is not None and p.doc["path"] == str(library.notes) and not p.loading(), "the notes' preview")
     text = library.notes.read_text()
     assert p.text.toPlainText().replace("\u2029", "\n").strip() == "River notes\n" + text.split("\n", 2)[2].strip()
     # every kingfisher of the text highlighted, nothing else
@@ -190,7 +190,7 @@ def test_preview_highlights_every_hit_and_moves_between_them(window: Any, librar
     pdf_row = row_of(w, library.pdf)
     assert " — page 3" in pdf_row.text(0), pdf_row.text(0)
     w.results.setCurrentItem(pdf_row)
-    wait_for(lambda: p.doc is not None and p.doc["path"] == str(library.pdf), "the PDF's preview")
+    wait_for(lambda: p.doc is not None and p.doc["path"] == str(library.pdf) and not p.loading(), "the PDF's preview")
     assert [h[2] for h in p.hits] == [3] and p.current_text().lower() == "kingfisher"
     assert p.position.text() == "hit 1 of 1 · page 3"
     assert "— page 3 —" in p.text.toPlainText() and "— page 1 —" in p.text.toPlainText()
@@ -228,7 +228,8 @@ def test_open_at_page_with_the_default_viewer(window: Any, library: Library, tmp
     w.opener = opened.append
     search(w, "kingfisher ")
     w.results.setCurrentItem(row_of(w, library.pdf))
-    wait_for(lambda: w.preview.doc is not None and w.preview.doc["path"] == str(library.pdf), "the PDF's preview")
+    wait_for(lambda: w.preview.doc is not None and w.preview.doc["path"] == str(library.pdf)
+             and not w.preview.loading(), "the PDF's preview")
     w.preview.page_button.click()
     wait_for(record.exists, "the viewer started", timeout=20)
     assert record.read_text().splitlines() == ["--page-index=3", str(library.pdf)]
@@ -344,7 +345,8 @@ def test_history_is_kept_across_a_restart_of_the_window(qapp: Any, library: Libr
             offered = [popup.model().index(i, 0).data() for i in range(popup.model().rowCount())]
             assert sorted(offered) == ["bittern", "kingfisher"], offered
             again.box.setText("bittern")
-            wait_for(lambda: again.results.topLevelItemCount() == 1 and again.preview.doc is not None,
+            wait_for(lambda: again.results.topLevelItemCount() == 1 and again.preview.doc is not None
+                     and not again.preview.loading(),
                      "the search of bittern again")
             # where the button drops it: below, its right edge at the button's (the window's edge)
             corner = again.history_button.mapToGlobal(again.history_button.rect().bottomRight())

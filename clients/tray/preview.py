@@ -6,7 +6,8 @@ block of a paged document starts on, and "Open at page N" where the document's v
 
 The text is built into the QTextDocument block by block with a QTextCursor, not as HTML, so that the
 position of each hit is known exactly (the cursor's, in the document's own UTF-16 units): moving to a
-hit selects it there, whatever characters come before it."""
+hit selects it there, whatever characters come before it. It is added CHUNK blocks at a time between
+the window's events: a long document shows its start at once, and the window never waits for the rest."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import html
 import logging
 import os
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor, QTextDocument
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-MAX_BLOCKS = 5000  # blocks shown at most: a long book's first few hundred pages, built in well under a second
+MAX_BLOCKS = 5000  # blocks shown at most: a long book's first few hundred pages
+CHUNK = 100  # blocks added per turn of the event loop, which waits 30-80 ms at most (benchmarks/tray_preview.py)
 DELAY_MS = 120  # after the selection moves: arrowing down a list asks for the document it stops on only
 MARK = QColor("#fff176")  # every hit
 CURRENT = QColor("#ff9800")  # the hit moved to
@@ -67,6 +69,11 @@ class Preview(QWidget):
         layout.addLayout(row)
         self.timer = QTimer(self, singleShot=True, interval=DELAY_MS)
         self.timer.timeout.connect(self._request)
+        self.filler = QTimer(self, interval=0)  # adds the next chunk of text once the events waiting are handled
+        self.filler.timeout.connect(self._step)
+        self._filling: Iterator[bool] | None = None
+        self._target: int | None = None
+        self._started = 0.0
         self._seq = 0
         self._wanted: tuple[SearchHit, str] | None = None
         self.doc: DocumentAnswer | None = None
@@ -113,6 +120,7 @@ class Preview(QWidget):
 
     # -- showing
     def clear(self) -> None:
+        self._filling = None
         self.doc, self.hits, self.current = None, [], -1
         self.text.clear()
         self.text.setExtraSelections([])
@@ -124,28 +132,52 @@ class Preview(QWidget):
             return
         doc: DocumentAnswer = answer  # type: ignore[assignment]  # the document op's answer
         self.doc = doc
-        started = time.perf_counter()
-        # parented to the pane: setDocument deletes the one it replaces
-        self.text.setDocument(self._build(doc))
-        logger.debug("preview of %d blocks built in %.0f ms", len(doc["blocks"]),
-                     (time.perf_counter() - started) * 1000)
         meta = [doc.get("mime") or "", time.strftime("%Y-%m-%d", time.localtime(doc["mtime"])) if doc.get("mtime")
                 else "", f"{doc['pages']} pages" if doc.get("pages") else ""]
         name = doc.get("title") or os.path.basename(doc.get("path") or "") or doc["uri"]
         self.title.setText(f"<b>{html.escape(name)}</b><br><span style='color:#666666'>"
                            f"{html.escape(' · '.join(m for m in meta if m))}</span>")
-        self.current = -1
-        if self.hits:
-            # the hit the result's snippet showed: the first on its page, else the first
-            page = hit.get("page")
-            first = next((i for i, h in enumerate(self.hits) if page is None or h[2] == page), 0)
-            self.go_to(first)
-        else:
-            self._update_controls()
-
-    def _build(self, doc: DocumentAnswer) -> QTextDocument:
-        out = QTextDocument(self.text)
+        self.hits, self.current = [], -1
+        self.text.setExtraSelections([])
+        out = QTextDocument(self.text)  # parented to the pane: setDocument deletes the one it replaces
         out.setDefaultFont(self.text.font())
+        self.text.setDocument(out)
+        self._target = hit.get("page")  # the hit the result's snippet showed: the first on its page
+        self._started = time.perf_counter()
+        self._filling = self._fill(doc, out)
+        self._step()  # the first blocks at once: what the pane shows first is there without a wait
+        if self._filling is not None:
+            self.filler.start()
+
+    def show_answer(self, answer: dict[str, Any], hit: SearchHit | dict[str, Any]) -> None:
+        """Show a document op's ``answer`` for ``hit`` now, as if just asked (benchmarks/tray_preview.py)."""
+        self._seq += 1
+        self._shown(self._seq, answer, hit)  # type: ignore[arg-type]  # a hit's uri and page are read
+
+    def loading(self) -> bool:
+        """Whether the text is still being added to the pane."""
+        return self._filling is not None or self.timer.isActive()
+
+    def _step(self) -> None:
+        if self._filling is None:
+            self.filler.stop()
+            return
+        done = next(self._filling, True)
+        if self.current < 0 and self.hits:
+            first = next((i for i, h in enumerate(self.hits) if self._target is None or h[2] == self._target), None)
+            if first is not None or done:
+                self.go_to(first or 0)
+        if done:
+            self._filling = None
+            self.filler.stop()
+            logger.debug("preview of %d blocks built in %.0f ms", len(self.doc["blocks"]) if self.doc else 0,
+                         (time.perf_counter() - self._started) * 1000)
+        self._update_controls()
+
+    def _fill(self, doc: DocumentAnswer, out: QTextDocument) -> Iterator[bool]:
+        """Add ``doc``'s blocks to ``out``, CHUNK at a time (yielding False after each, so the window
+        handles its events between them: 5,000 blocks take about 0.6 s), each hit's place
+        in ``self.hits``. A QTextCursor, not HTML, so that each hit's position is known exactly."""
         cur = QTextCursor(out)
         plain, marked = QTextCharFormat(), QTextCharFormat()
         marked.setBackground(MARK)
@@ -155,38 +187,44 @@ class Preview(QWidget):
         page_line = QTextCharFormat()
         page_line.setForeground(QColor("#777777"))
         page_line.setFontItalic(True)
-        self.hits, page, first = [], None, True
-        for block in doc["blocks"]:
-            if block.get("page") and block["page"] != page:
-                page = block["page"]
+        page, first = None, True
+        blocks = doc["blocks"]
+        for at_block in range(0, len(blocks), CHUNK):
+            cur.beginEditBlock()  # one layout per chunk, not one per insertion
+            for block in blocks[at_block:at_block + CHUNK]:
+                if block.get("page") and block["page"] != page:
+                    page = block["page"]
+                    if not first:
+                        cur.insertBlock()
+                    cur.insertText(f"— page {page} —", page_line)
+                    first = False
                 if not first:
                     cur.insertBlock()
-                cur.insertText(f"— page {page} —", page_line)
                 first = False
-            if not first:
-                cur.insertBlock()
-            first = False
-            fmt = heading if block["kind"] == "h" else plain
-            text, at = block["text"], 0
-            if block["kind"] == "li":
-                cur.insertText("• ", fmt)
-            for start, end in sorted(block["marks"]):
-                if start < at:  # overlapping ranges: the first one wins
-                    continue
-                cur.insertText(text[at:start], fmt)
-                begin = cur.position()
-                both = QTextCharFormat(fmt)
-                both.merge(marked)
-                cur.insertText(text[start:end], both)
-                self.hits.append((begin, cur.position(), page))
-                at = end
-            cur.insertText(text[at:], fmt)
+                fmt = heading if block["kind"] == "h" else plain
+                text, at = block["text"], 0
+                if block["kind"] == "li":
+                    cur.insertText("• ", fmt)
+                for start, end in sorted(block["marks"]):
+                    if start < at:  # overlapping ranges: the first one wins
+                        continue
+                    cur.insertText(text[at:start], fmt)
+                    begin = cur.position()
+                    both = QTextCharFormat(fmt)
+                    both.merge(marked)
+                    cur.insertText(text[start:end], both)
+                    self.hits.append((begin, cur.position(), page))
+                    at = end
+                cur.insertText(text[at:], fmt)
+            cur.endEditBlock()
+            if at_block + CHUNK < len(blocks):
+                yield False
         if doc.get("truncated"):
             cur.insertBlock()
-            cur.insertText(f"(the first {len(doc['blocks']):,} blocks shown)", page_line)
-        if not doc["blocks"]:
+            cur.insertText(f"(the first {len(blocks):,} blocks shown)", page_line)
+        if not blocks:
             cur.insertText("No text was extracted from this document.", page_line)
-        return out
+        yield True
 
     # -- moving between hits
     def next_hit(self) -> None:
@@ -240,9 +278,10 @@ class Preview(QWidget):
         if self.doc is None:
             self.position.setText(" ")
         elif not n:
-            self.position.setText("no hit in the text shown")
+            self.position.setText("no hit yet…" if self._filling is not None else "no hit in the text shown")
         else:
-            self.position.setText(f"hit {self.current + 1} of {n}" + (f" · page {page}" if page else ""))
+            more = "…" if self._filling is not None else ""  # more hits may come with the rest of the text
+            self.position.setText(f"hit {self.current + 1} of {n}{more}" + (f" · page {page}" if page else ""))
         path = self.doc.get("path") if self.doc else ""
         self.page_button.setVisible(bool(page and path and self.doc and self.doc.get("pages")))
         self.page_button.setText(f"Open at page {page}")
