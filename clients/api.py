@@ -20,9 +20,10 @@ range, ``limit=0``: refused here as the daemon would refuse it).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from deskdex.errors import ConversionError, NotFound
 from deskdex.paths import Home
@@ -65,9 +66,10 @@ class Hit:
 
 
 @dataclass(frozen=True)
-class Results:
-    """The hits of one search, best first: iterate, index or take ``len()`` of it as of a tuple.
-    ``total``: every match, as ``deskdex search`` counts them (the copies a hit stands for too)."""
+class Results(Sequence[Hit]):
+    """The hits of one search, best first, a sequence: iterate, index, slice or take ``len()`` of it
+    as of a tuple. ``total``: every match, as ``deskdex search`` counts them (the copies a hit
+    stands for too)."""
 
     hits: tuple[Hit, ...]
     total: int
@@ -78,7 +80,13 @@ class Results:
     def __len__(self) -> int:
         return len(self.hits)
 
-    def __getitem__(self, index: int) -> Hit:
+    @overload
+    def __getitem__(self, index: int) -> Hit: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Hit, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Hit | tuple[Hit, ...]:
         return self.hits[index]
 
 

@@ -98,7 +98,7 @@ def test_search_reads_the_index_as_the_command_does(setup: Setup) -> None:
     # total: every match, as the command counts them, the copy a hit stands for included
     assert isinstance(results, deskdex.Results) and len(results) == 1 and results.total == 2
     (hit,) = results
-    assert hit is results[0] and isinstance(hit, deskdex.Hit)
+    assert hit is results[0] and isinstance(hit, deskdex.Hit) and results[:5] == (hit,) and hit in results
     soup = setup.docs / "soup.txt" if hit.path.endswith("soup.txt") else setup.docs / "soup copy.txt"
     assert (hit.path, hit.uri, hit.mime, hit.ext, hit.source) == (str(soup), path_to_uri(str(soup)), "text/plain",
                                                                    "txt", "files")
