@@ -448,6 +448,10 @@ def test_without_a_daemon_the_window_reads_the_index(qapp: Any, home: Path, daem
         QTest.keyClicks(w.box, "budg")
         wait_for(lambda: w.results.topLevelItemCount() == 2, "two results")
         assert w.info.text() == f"2 results (+2 copies) ({NO_DAEMON})", w.info.text()
+        # the preview and the filters read the index too
+        wait_for(lambda: w.preview.doc is not None and not w.preview.loading() and w.preview.hits, "the preview")
+        assert w.preview.current_text().lower().startswith("budg")
+        wait_for(lambda: w.filters.items(), "the filters, from the index")
         shown = {w.results.topLevelItem(i).data(0, PATH_ROLE): w.results.topLevelItem(i) for i in range(2)}
         assert set(shown) == {str(corpus.budget), str(corpus.notes)}
         first = shown[str(corpus.budget)]

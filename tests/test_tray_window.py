@@ -150,13 +150,18 @@ def shoot(w: Any, name: str, popup: Any = None) -> None:
 
 def test_preview_highlights_every_hit_and_moves_between_them(window: Any, library: Library) -> None:
     from PySide6.QtCore import Qt
-    from PySide6.QtGui import QTextCursor
+    from PySide6.QtGui import QIcon, QTextCursor
     from PySide6.QtTest import QTest
 
     from deskdex.clients.tray.preview import MARK
 
     w = window
     search(w, "kingfisher ")
+    # each row with its type's icon from the icon theme (Adwaita here: the test machine has no desktop)
+    icons = {path.suffix: row_of(w, path).icon(0) for path in (library.pdf, library.notes)}
+    assert not any(i.isNull() for i in icons.values())
+    if QIcon.hasThemeIcon("x-office-document") and QIcon.hasThemeIcon("text-x-generic"):
+        assert (icons[".pdf"].name(), icons[".md"].name()) == ("x-office-document", "text-x-generic")
     w.results.setCurrentItem(row_of(w, library.notes))
     p = w.preview
     wait_for(lambda: p.doc is not None and p.doc["path"] == str(library.notes) and not p.loading(), "the notes' preview")
@@ -369,3 +374,24 @@ def test_the_count_says_what_is_listed() -> None:
     assert count_line(1, 1, 2, False) == "1 result (+1 copy)"  # not "2 results" above one row
     assert count_line(5, 1, 6, False) == "5 results (+1 copy)"  # not "5 of 6"
     assert count_line(50, 3, 1200, True) == "first 50 results (+3 copies) of 1,200 matching documents"
+
+
+def test_a_history_file_that_cannot_be_read_or_written_costs_the_history_only(tmp_path: Path,
+                                                                               caplog: pytest.LogCaptureFixture) -> None:
+    from deskdex.clients.tray.history import History
+
+    broken = tmp_path / "tray-history.json"
+    broken.write_text('{"queries": ["ok", 3, ')  # cut short
+    h = History(str(broken))
+    assert h.queries == [] and "not read" in caplog.text
+    assert h.add("heron") and json.loads(broken.read_text()) == {"queries": ["heron"]}  # a new one replaces it
+    assert not h.add(" heron ")  # the same query again: no change
+    h2 = History(str(broken), keep=3)
+    for q in ("a", "b", "c", "d", "b"):
+        h2.add(q)
+    assert h2.queries == ["b", "d", "c"] == History(str(broken)).queries
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    h3 = History(str(blocked / "tray-history.json"))  # a file where its folder should be
+    assert h3.add("kingfisher") and h3.queries == ["kingfisher"]  # kept for this run
+    assert "not saved" in caplog.text
