@@ -282,11 +282,12 @@ class Preview(QWidget):
         else:
             more = "…" if self._filling is not None else ""  # more hits may come with the rest of the text
             self.position.setText(f"hit {self.current + 1} of {n}{more}" + (f" · page {page}" if page else ""))
-        path = self.doc.get("path") if self.doc else ""
+        # an archive's member has its archive's path: no viewer opens the member at a page of its own
+        path = self.doc.get("path") if self.doc and "#" not in self.doc["uri"] else ""
         self.page_button.setVisible(bool(page and path and self.doc and self.doc.get("pages")))
         self.page_button.setText(f"Open at page {page}")
 
     def _open_page(self) -> None:
         page = self.current_page()
-        if self.doc and self.doc.get("path") and page:
+        if self.doc and self.doc.get("path") and "#" not in self.doc["uri"] and page:
             self.open_at_page(self.doc["path"], self.doc.get("mime") or "", page)

@@ -394,7 +394,7 @@ class SearchWindow(QWidget):
         folder = menu.addAction("Open containing folder", lambda: self.open_item(item, folder=True))
         folder.setEnabled(os.path.isabs(path))  # a web page's URL has no folder to open
         hit = item.data(0, HIT_ROLE)
-        if hit and hit.get("page") and os.path.isabs(path):
+        if hit and hit.get("page") and os.path.isabs(path) and "#" not in hit["uri"]:  # not an archive's member
             menu.addAction(f"Open at page {hit['page']}", lambda: self.open_page(path, hit.get("mime") or "",
                                                                                  int(hit["page"])))
         menu.addAction("Copy path", lambda: copy_path(path))
