@@ -22,6 +22,8 @@ set -euo pipefail
 # (tests/browser.py); libpam-runtime: /etc/pam.d/other, which the system daemon's web login checks with.
 # dbus-daemon, dbus-bin (dbus-send), libglib2.0-bin (gdbus) and desktop-file-utils: tests/test_shell_search.py runs a
 # private session bus, calls the search provider through it and validates the desktop files `service install` writes.
+# xdg-utils (xdg-mime) and adwaita-icon-theme: tests/test_tray_window.py asks xdg-mime for the default PDF
+# viewer, and checks the results' type icons from a theme (a bare X session names none).
 # libreoffice-*-nogui, python3-uno, mkvtoolnix, groff and qpdf: only the tests need them, to make .doc/.ppt/.xls,
 # password-protected .odt, .mkv, PostScript and AES-256 encrypted PDF files with the formats' own tools.
 PKGS=(acl util-linux systemd poppler-utils xvfb libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1
@@ -29,6 +31,7 @@ PKGS=(acl util-linux systemd poppler-utils xvfb libxkbcommon-x11-0 libxcb-cursor
       libfontconfig1 libdbus-1-3
       antiword catdoc djvulibre-bin ghostscript catdvi tesseract-ocr tesseract-ocr-eng fonts-dejavu-core mkvtoolnix groff qpdf python3-uno redis-server
       chromium chromium-driver libpam-runtime dbus-daemon dbus-bin libglib2.0-bin desktop-file-utils
+      xdg-utils adwaita-icon-theme
       libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui)
 if [ $# -gt 0 ]; then PKGS=("$@"); fi
 if ! command -v dpkg-query >/dev/null; then
