@@ -28,7 +28,8 @@ def add_command(subparsers: Subcommands,
     s = subparsers.add_parser(
         "tray", parents=[common_parent], help="a tray icon with search and folder windows (extra: deskdex[tray])",
         description="Show deskdex in the system tray: its state in the icon, a search window that searches as "
-                    "you type, and the watched folders. Talks to a running `deskdex daemon`; with none, "
+                    "you type (with a preview of the hits, filters with counts, sorting and a history: "
+                    "docs/tray.md), and the watched folders. Talks to a running `deskdex daemon`; with none, "
                     "searches read the index directly.")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--install-autostart", action="store_true", help="start the tray at login, then exit")
