@@ -305,6 +305,14 @@ def test_sort_by_date_and_size(window: Any, library: Library) -> None:
     assert [os.path.basename(h["path"]) for h in listed()] == ["birds.pdf", "martin-pecheur.txt", "river-notes.md"]
 
 
+    # the notes' group listed whole ("Show N similar" does this): each copy a row, none folded, so
+    # the count is of rows alone
+    w.show_similar(listed()[2])
+    wait_for(lambda: not w.caller.busy() and len(listed()) == 2, "the notes and their copy")
+    assert sorted(h["path"] for h in listed()) == sorted(map(str, (library.notes, library.copy)))
+    assert w.info.text() == "2 results", w.info.text()
+
+
 def test_history_is_kept_across_a_restart_of_the_window(qapp: Any, library: Library,  # noqa: F811
                                                         tmp_path: Path) -> None:
     from PySide6.QtCore import QPoint

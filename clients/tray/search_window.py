@@ -256,7 +256,8 @@ class SearchWindow(QWidget):
             self.results.addTopLevelItem(self._item(hit))
         shown = self.results.topLevelItemCount()
         total = int(result.get("total", shown))
-        copies = sum(int(h.get("duplicates") or 0) for h in self.hits())
+        # listing a cluster ("Show N similar"), every copy is a row of its own: none is folded away
+        copies = sum(int(h.get("duplicates") or 0) for h in self.hits()) if self._similar is None else 0
         self.info.setText(count_line(shown, copies, total, more)
                           + (f" ({NO_DAEMON})" if result.get(FROM_INDEX) else ""))
         self.more_button.setVisible(more)
