@@ -249,6 +249,7 @@ class Provider:
                 continue
             own, generic = icon_names(hit["mime"])
             metas.append({"id": ("s", rid), "name": ("s", _name(hit)), "description": ("s", _where(hit)),
+                          "clipboardText": ("s", _target(hit)),  # what Ctrl+C on the row copies (recent GNOME)
                           # a GThemedIcon's string form: the theme's own icon, else the generic one
                           "gicon": ("s", f". GThemedIcon {own} {generic}" if own != generic else generic)})
         return metas
@@ -316,10 +317,15 @@ def serve(provider: Provider, idle: float) -> int:
     from jeepney.bus_messages import message_bus
     from jeepney.io.blocking import open_dbus_connection
 
+    address = os.environ.get("DBUS_SESSION_BUS_ADDRESS")
+    if not address:
+        print("deskdex shell-search: no session bus: $DBUS_SESSION_BUS_ADDRESS is not set (a desktop session "
+              "sets it, and its bus starts this command when GNOME Shell or KRunner asks)", file=sys.stderr)
+        return 1
     try:
-        conn = open_dbus_connection(bus="SESSION")
-    except (OSError, KeyError, ValueError) as exc:  # no bus address, or nothing listening there
-        print(f"deskdex shell-search: cannot reach the session bus ({exc})", file=sys.stderr)
+        conn = open_dbus_connection(address)
+    except (OSError, ValueError, RuntimeError) as exc:  # nothing listening, not an address, a transport but unix:
+        print(f"deskdex shell-search: cannot reach the session bus at {address!r} ({exc})", file=sys.stderr)
         return 1
     # Every call, also one read while waiting for the bus's reply to RequestName (the bus delivers the
     # call that activated us as soon as we own the name), is queued here, not dropped.
@@ -335,6 +341,7 @@ def serve(provider: Provider, idle: float) -> int:
                 try:
                     msg = conn.recv_until_filtered(calls, timeout=idle)
                 except TimeoutError:
+                    logger.info("idle for %g s: exiting", idle)
                     break
                 _answer(conn, provider, msg)
             # A call may reach us between the timeout and the bus knowing we left: give up the name
@@ -350,7 +357,6 @@ def serve(provider: Provider, idle: float) -> int:
             logger.info("the session bus closed: %s", exc)
         finally:
             provider.searcher.close()
-    logger.info("idle for %g s: exiting", idle)
     return 0
 
 
