@@ -199,7 +199,8 @@ def uninstall() -> Unit:
 
 
 def status() -> dict[str, object]:
-    """``{"kind", "path", "installed", "state"}``; state is the manager's word, or "unknown"."""
+    """``{"kind", "path", "installed", "state"}``; state is the manager's word, or "unknown". On Linux
+    also ``search_box``: each file of the desktop's search box, and whether it is there."""
     unit = render()
     state = "unknown"
     try:
@@ -215,7 +216,11 @@ def status() -> dict[str, object]:
                           if line.startswith("Status:")), "not registered")
     except ServiceError as exc:
         state = f"unknown ({exc})"
-    return {"kind": unit.kind, "path": unit.path, "installed": os.path.exists(unit.path), "state": state}
+    st: dict[str, object] = {"kind": unit.kind, "path": unit.path, "installed": os.path.exists(unit.path),
+                             "state": state}
+    if unit.kind == "systemd":  # the desktop search box's files: which of them are in place
+        st["search_box"] = {f.path: os.path.exists(f.path) for f in desktop_files(argv=["deskdex"])}
+    return st
 
 
 def _template(folder: str, name: str) -> str:

@@ -83,7 +83,6 @@ INTROSPECTION = f"""<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Intr
  </interface>
  <interface name="org.freedesktop.DBus.Peer">
   <method name="Ping"/>
-  <method name="GetMachineId"><arg type="s" name="machine_uuid" direction="out"/></method>
  </interface>
 </node>
 """
@@ -233,12 +232,10 @@ class Provider:
         return [h["uri"] for h in self.searcher.search(terms)]
 
     def subsearch(self, previous: list[str], terms: list[str]) -> list[str]:
-        # A search again, not a filter of the previous ids: ranking over the longer query is better
-        # than the earlier order, and the daemon answers in milliseconds. Kept to the earlier hits where
-        # there were some, as the interface asks (a narrower query finds fewer).
-        earlier = set(previous)
-        found = [h["uri"] for h in self.searcher.search(terms)]
-        return [u for u in found if u in earlier] if earlier else found
+        # The shell asks again with more terms as they are typed. A search of them all, not a filter of
+        # the previous ids: every term must match, so it narrows as the interface asks, and a hit
+        # ranked past the previous ones' limit can come first for the longer query.
+        return self.initial(terms)
 
     def metas(self, ids: list[str]) -> list[dict[str, tuple[str, str]]]:
         metas = []

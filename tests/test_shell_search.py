@@ -10,6 +10,7 @@ desktop's default application (there is no desktop here): it records what it was
 from __future__ import annotations
 
 import configparser
+import json
 import os
 import re
 import shutil
@@ -182,6 +183,9 @@ def test_files_installed_validate_and_uninstall(bus: Bus, tmp_path: Path) -> Non
     subprocess.run([DESKDEX, "service", "install", "--no-start"], env=env, check=True, capture_output=True)
     written = [p for p in (tmp_path / "data").rglob("*") if p.is_file()]
     assert len(written) == 4, written
+    status = json.loads(subprocess.run([DESKDEX, "service", "status", "--json"], env=env, check=True,
+                                       capture_output=True, text=True).stdout)
+    assert status["search_box"] == {str(p): True for p in written}, status
     subprocess.run([DESKDEX, "service", "uninstall"], env=env, check=True, capture_output=True)
     assert not [p for p in (tmp_path / "data").rglob("*") if p.is_file()]
 
