@@ -3,8 +3,9 @@
 GNOME Shell's org.gnome.Shell.SearchProvider2 and KRunner's org.kde.krunner1 through a real daemon
 with a few indexed files; each method called with gdbus, as a shell would call it.
 
-Mocked: only the desktop's opener. A fake `xdg-open` first on the bus's PATH stands in for the
-desktop's default application (there is no desktop here): it records what it was asked to open.
+Mocked: only the desktop's opener and clipboard. A fake `xdg-open` first on the bus's PATH stands in
+for the desktop's default application, and a fake `xclip` for the clipboard (there is no desktop here):
+each records what it was given.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ FAKE_OPENER = """#!/bin/sh
 # Stands in for the desktop's opener (xdg-open): records what it was asked to open.
 printf '%s\\n' "$1" >> "{log}"
 """
+FAKE_CLIPBOARD = """#!/bin/sh
+# Stands in for the clipboard (xclip -selection clipboard): records what it was given.
+cat > "{log}"
+"""
 
 
 class Bus:
@@ -69,10 +74,14 @@ class Bus:
         opener = bin_dir / "xdg-open"
         opener.write_text(FAKE_OPENER.format(log=self.opened))
         opener.chmod(0o755)
+        self.clipboard = root / "clipboard.log"
+        (bin_dir / "xclip").write_text(FAKE_CLIPBOARD.format(log=self.clipboard))
+        (bin_dir / "xclip").chmod(0o755)
         self.env = dict(os.environ, XDG_DATA_HOME=str(self.data), XDG_CONFIG_HOME=str(root / "config"),
                         PATH=f"{bin_dir}:{os.environ['PATH']}", DESKDEX_SHELL_SEARCH_IDLE=str(IDLE))
         self.env.pop("DESKDEX_HOME", None)
         self.env.pop("XDG_CURRENT_DESKTOP", None)
+        self.env.pop("WAYLAND_DISPLAY", None)  # the clipboard is the fake xclip's
         install = subprocess.run([DESKDEX, "service", "install", "--no-start", "--home", str(home)],
                                  capture_output=True, text=True, env=self.env, timeout=120)
         assert install.returncode == 0, install.stderr
@@ -248,6 +257,20 @@ def test_krunner(bus: Bus, indexed: tuple[DaemonProcess, Path]) -> None:
     bus.call(f"{KRUNNER}.Run", budget, "open-folder")
     bus.call(f"{KRUNNER}.Run", budget, "")
     assert bus.opened_lines(before + 2)[before:] == [str(docs), str(docs / "budget.txt")]
+    bus.call(f"{KRUNNER}.Run", budget, "copy-path")
+    assert bus.clipboard.read_text() == str(docs / "budget.txt")  # Run answers once the copy is made
+
+
+def test_command_without_a_bus_says_so(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
+    for extra, args, said in (({}, (), "no session bus: $DBUS_SESSION_BUS_ADDRESS is not set"),
+                              ({"DBUS_SESSION_BUS_ADDRESS": f"unix:path={tmp_path}/none"}, (),
+                               f"cannot reach the session bus at 'unix:path={tmp_path}/none'"),
+                              ({}, ("--idle", "0"), "--idle must be more than 0 seconds"),
+                              ({"DESKDEX_SHELL_SEARCH_IDLE": "soon"}, (), "must be a number of seconds, not 'soon'")):
+        proc = subprocess.run([DESKDEX, "shell-search", *args], env=dict(env, **extra), capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode in (1, 2) and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
 def test_bad_input_is_answered_not_crashed_on(bus: Bus) -> None:
