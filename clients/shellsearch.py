@@ -27,9 +27,9 @@ from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any
 
 from deskdex.errors import DaemonUnavailable, DeskdexError, QueryError
-from deskdex.paths import Home
 from deskdex.protocol import MAX_QUERY
 
+from .ask import home_of
 from .client import Client
 from .render import raw_path
 
@@ -151,10 +151,10 @@ def cmd_shell_search(args: argparse.Namespace) -> int:
             print(f"deskdex shell-search: ${IDLE_ENV} must be a number of seconds, not "
                   f"{os.environ[IDLE_ENV]!r}", file=sys.stderr)
             return 2
-    if not idle > 0:
-        print("deskdex shell-search: --idle must be more than 0 seconds", file=sys.stderr)
+    if not 0 < idle <= 86400:  # nan and inf too
+        print("deskdex shell-search: --idle must be more than 0 seconds and at most a day (86400)", file=sys.stderr)
         return 2
-    home = Home.resolve(getattr(args, "home", None))
+    home = home_of(args)
     return serve(Provider(Searcher(home.socket), home.runtime_dir), idle)
 
 
