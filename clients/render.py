@@ -102,8 +102,11 @@ def raw_path(hit: Mapping[str, object]) -> bytes:
 
 def render_hits(results: SearchResults, color: bool, links: bool = False) -> str:
     hits = results["hits"]
+    indexing = results.get("indexing")
+    # A daemon still indexing may find more later: "no results" alone would read as "not there".
+    busy = protocol.indexing_said(indexing) if indexing else ""
     if not hits:
-        return "no results\n"
+        return f"no results yet: {busy}; more may match when it is done\n" if busy else "no results\n"
     out = []
     for n, h in enumerate(hits, 1):
         date = time.strftime("%Y-%m-%d", time.localtime(h["mtime"])) if h.get("mtime") else ""
@@ -119,6 +122,8 @@ def render_hits(results: SearchResults, color: bool, links: bool = False) -> str
         if h.get("snippet"):
             out.append("   " + highlight(h["snippet"], h.get("highlights") or [], color) + "\n")
     out.append(f"{len(hits)} of {results['total']} results\n")
+    if busy:
+        out.append(f"({busy}; more may match when it is done)\n")
     return "".join(out)
 
 

@@ -74,10 +74,17 @@ if TYPE_CHECKING:
         year: list[FacetValue]
         counted: int  # matches counted (the first MAX_COUNTED of index/facets.py)
 
+    class Indexing(TypedDict):
+        state: str  # the daemon's: starting, scanning (looking for files) or indexing
+        first: bool  # its first pass over the folders since it started: the index is being built
+        done: int | None  # files in the index (indexed or failed); None for another user of an enterprise daemon
+        waiting: int  # files found and not done yet (status's queue)
+
     class SearchResults(TypedDict):
         total: int
         hits: list[SearchHit]
         facets: NotRequired[Facets]  # with the search op's facets argument
+        indexing: NotRequired[Indexing]  # from a daemon that is indexing: more may match once it is done
 
     # The document op's answer: one indexed document's metadata and its text, block by block.
     class DocumentBlock(TypedDict):
@@ -116,6 +123,20 @@ CRAWL_SCOPES = ("host", "domain", "prefix")  # where a crawl may go from its see
 CRAWL_STATES = ("waiting", "crawling", "done", "cancelled", "failed")  # of a crawl job; the last three are final
 MAX_WAIT = 10  # seconds crawl_job may hold its answer back for the job to end
 REQUIRED = object()  # the default of an argument that must be given
+
+
+def indexing_said(indexing: Indexing) -> str:
+    """A search answer's ``indexing`` in words, the same in ``deskdex search`` and the web page:
+    "the index is being built: 120 of 3,000 files done"."""
+    what = "the index is being built" if indexing["first"] else "the index is being brought up to date"
+    done, waiting = indexing["done"], indexing["waiting"]
+    if indexing["state"] != "indexing":  # no files counted yet: still walking the folders
+        how_far = "looking for files" + (f" ({done:,} done so far)" if done else "")
+    elif done is None:
+        how_far = f"{waiting:,} file{'s' if waiting != 1 else ''} to go"
+    else:
+        how_far = f"{done:,} of {done + waiting:,} files found so far done"
+    return f"{what}: {how_far}"
 
 
 class Arg:
@@ -188,8 +209,10 @@ OPS: dict[str, Op] = {op.name: op for op in (
        public=True),
     Op("search", "Ranked hits: {total, hits: [{uri, path, title, snippet, highlights, score, mime, mtime, size, "
                  "ext, source, cluster, duplicates, similar, lang, page}]}; page: the page of a paged "
-                 "document the snippet's first highlight is on. Another user of an enterprise-mode daemon finds only "
-                 "what they may read, ranked and counted from what they may read alone (docs/search.md).",
+                 "document the snippet's first highlight is on. While the daemon indexes, also indexing: {state, "
+                 "first, done, waiting}: how far it is (more may match once it is done). Another user of an "
+                 "enterprise-mode daemon finds only what they may read, ranked and counted from what they may "
+                 "read alone (docs/search.md).",
        Arg("query", str, REQUIRED, "the query (docs/search.md)", longest=MAX_QUERY),
        Arg("limit", int, 10, "hits to return", minimum=1, maximum=MAX_LIMIT),
        Arg("offset", int, 0, "hits to skip first", minimum=0, maximum=MAX_LIMIT),

@@ -22,7 +22,7 @@ from deskdex.paths import at_or_under
 from deskdex.pipeline import convert_one, near_duplicates
 
 if TYPE_CHECKING:
-    from deskdex.protocol import DocumentAnswer, SearchResults
+    from deskdex.protocol import DocumentAnswer, Indexing, SearchResults
 
     from .loop import Daemon
     from .server import Peer, Request
@@ -72,11 +72,7 @@ class Ops:
                 counts.update(dict.fromkeys(("texts", "text_bytes", "retries", "next_retry")))
                 sizes: dict[str, Any] = dict.fromkeys(("index_bytes", "store_bytes"))
             else:
-                if self._counts is None or self._counts[0] != last:
-                    # Counting a big catalog takes a while: once per commit, not once per question
-                    # (the tray asks every few seconds).
-                    self._counts = (last, reader.stats.counts(), reader.stats.sizes())
-                counts, sizes = dict(self._counts[1]), dict(self._counts[2])
+                counts, sizes = self._own_counts(reader, last)
                 counts.update(reader.stats.retries())  # changes without a commit to tantivy: not cached
                 if req.args["failures"]:
                     counts["failures"] = reports.failures(reader)
@@ -97,6 +93,14 @@ class Ops:
             for key in ("current", "folders", "offline", "notes", "settings_problems", "pid"):
                 out[key] = [] if isinstance(out[key], list) else None
         return out
+
+    def _own_counts(self, reader: Any, last: str | None) -> tuple[dict[str, Any], dict[str, int]]:
+        """The catalog's counts and sizes as of the commit ``last`` (copies, the caller's to change)."""
+        if self._counts is None or self._counts[0] != last:
+            # Counting a big catalog takes a while: once per commit, not once per question (the
+            # tray asks every few seconds, and a search during indexing says how far it is).
+            self._counts = (last, reader.stats.counts(), reader.stats.sizes())
+        return dict(self._counts[1]), dict(self._counts[2])
 
     def _cpu_seconds(self) -> float:
         """CPU used since start: this process, converters already ended, and those running."""
@@ -123,9 +127,31 @@ class Ops:
         with self.daemon.reading() as reader, ExitStack() as stack:
             s = self.daemon.cfg.settings
             shards = open_shards(stack, s.shards, s.token, s.tls_ca, self._served)
-            return search_shards([reader, *shards], a["query"], limit=a["limit"], offset=a["offset"], sort=a["sort"],
-                                 collapse=not a["all"], reader=reader_uid, snippets=a["snippets"],
-                                 similar=a["similar"], facets=a["facets"])
+            results = search_shards([reader, *shards], a["query"], limit=a["limit"], offset=a["offset"],
+                                    sort=a["sort"], collapse=not a["all"], reader=reader_uid,
+                                    snippets=a["snippets"], similar=a["similar"], facets=a["facets"])
+            indexing = self._indexing(reader, req.peer)
+        if indexing is not None:
+            results["indexing"] = indexing
+        return results
+
+    def _indexing(self, reader: Any, peer: Peer) -> Indexing | None:
+        """How far the indexing under way is, for a search's answer (so that a client says "the
+        index is being built: 120 of 3,000 files done" rather than a bare "no results"), or None
+        while the daemon is not indexing. ``done``: the files in the catalog (indexed or failed),
+        counted once per commit as status does; another user of an enterprise-mode daemon is told
+        none (it would count others' files)."""
+        d = self.daemon
+        if d.state not in ("starting", "scanning", "indexing"):
+            return None
+        done = None
+        if not self._other_user(peer):
+            counts = self._own_counts(reader, reader.stats.last_commit())[0]
+            done = int(counts["documents"]) + int(counts["failed"])
+        # The crawl scheduler starts when the first reconcile is done (daemon/loop.py, run): until
+        # then the index is being built, not brought up to date.
+        return {"state": d.state, "first": not d.crawls.thread.is_alive(), "done": done,
+                "waiting": d.queue_length()}
 
     def document(self, req: Request) -> DocumentAnswer:
         """One document's metadata and marked text (index/documents.py), with the caller's rights

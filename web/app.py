@@ -103,7 +103,8 @@ class WebApp:
         self.templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(resources.files(__package__) / "templates")),
             autoescape=True, trim_blocks=True, lstrip_blocks=True)
-        self.templates.filters.update(human_size=human_size, when=when, marked=marked, query_with=query_with)
+        self.templates.filters.update(human_size=human_size, when=when, marked=marked, query_with=query_with,
+                                      indexing_said=protocol.indexing_said)
         static = str(resources.files(__package__) / "static")
         self.app = Starlette(routes=[
             Route("/", self.page_search), Route("/results", self.page_results), Route("/facets", self.page_facets),
