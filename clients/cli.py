@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import sys
 from typing import Any, Callable, Sequence
 
@@ -35,7 +36,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    mistyped = _mistyped_command(parser, argv)
+    if mistyped is not None:
+        print(f"deskdex: {mistyped}", file=sys.stderr)
+        return EXIT_USAGE
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        dashed = [a for a in unknown if a.startswith("-") and not a.startswith("--")]
+        if args.command == "search" and dashed == unknown:
+            # argparse's "unrecognized arguments: -budget" for what is most likely a query's word
+            # (NOT in the query language): say how to pass it.
+            words = " ".join(shlex.quote(w) for w in [*args.query, *unknown])
+            print(f"deskdex: {unknown[0]} is not an option of deskdex search; words beginning with - go "
+                  f"after --: deskdex search -- {words}", file=sys.stderr)
+            return EXIT_USAGE
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")  # argparse's own words
     daemon = args.command == "daemon"
     level = logging.DEBUG if getattr(args, "verbose", False) else logging.INFO if daemon else logging.ERROR
     log = logging.StreamHandler()
@@ -57,6 +73,30 @@ def _main(argv: Sequence[str] | None) -> int:
     except DeskdexError as exc:
         print(f"deskdex: {terminal_safe(str(exc))}", file=sys.stderr)
         return EXIT_BUSY if isinstance(exc, IndexBusy) else EXIT_ERROR
+
+
+def _mistyped_command(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
+    """What to say when the command is not one of deskdex's (``deskdex serach``): the closest
+    commands' names, which argparse's "invalid choice" leaves out. None for a known command,
+    or when there is none (options only: argparse answers)."""
+    import difflib
+
+    commands = parser.commands if isinstance(parser, Parser) else ()
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--home":
+            i += 2
+            continue
+        if arg.startswith("-"):
+            i += 1
+            continue
+        if arg in commands:
+            return None
+        close = difflib.get_close_matches(arg, list(commands), n=3, cutoff=0.6)
+        hint = f"; did you mean: {' or '.join(close)}?" if close else " (deskdex --help lists them)"
+        return f"{terminal_safe(arg)} is not a deskdex command{hint}"
+    return None
 
 
 class SafeFormatter(logging.Formatter):
@@ -126,17 +166,23 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class Parser(argparse.ArgumentParser):
+    """The top parser, which knows its subcommands' names (argparse keeps them in a private action)."""
+
+    commands: tuple[str, ...] = ()
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS,
                         help=f"keep all state (config, data, socket) under DIR (also ${ENV})")
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log more")
-    p = argparse.ArgumentParser(prog="deskdex", parents=[common],
+    p = Parser(prog="deskdex", parents=[common],
                                 description="Desktop search: index folders, then search them.")
     # Answered by clients/launch.py before this parser is built (no CLI loaded); listed here for --help,
     # and answered the same way when the parser sees it, reading the version only then.
     p.add_argument("--version", action=_Version, nargs=0, help="print deskdex's version and exit")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=argparse.ArgumentParser)
 
     s = sub.add_parser("index", parents=[common], help="index files and folders once, then exit",
                        description="Index files and folders once: convert what changed, skip what did not, "
@@ -290,6 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_crawl(sub, common, managing.crawl_env)
     add_tray(sub, common)
     add_shell_search(sub, common)
+    p.commands = tuple(sub.choices or ())
     return p
 
 
