@@ -101,8 +101,13 @@ def run_command(args: argparse.Namespace, env: CrawlEnv) -> int:
             print(f"{s.url} scope={s.scope}{extra}")
         return 0
     if action == "add":
+        refused = _refused(args, words, env)
+        if refused:
+            print(f"deskdex: {refused}", file=sys.stderr)
+            return 2
         for url in words:
-            site = crawlconfig.CrawlSite(url, args.scope or "host", args.max_pages, args.max_depth, args.topic)
+            site = crawlconfig.CrawlSite(url, args.scope or "host", args.max_pages, args.max_depth, args.topic,
+                                         True if args.allow_private else None)
             if not crawlconfig.add_site(env.config_path, site):
                 print(f"deskdex: not an http(s) URL: {url}", file=sys.stderr)
                 return 2
@@ -137,6 +142,10 @@ def _crawl(args: argparse.Namespace, urls: list[str], env: CrawlEnv) -> int:
     if not urls and not crawlconfig.load(env.config_path).sites:
         print("deskdex: no URL given and no crawl configured (deskdex crawl add URL)", file=sys.stderr)
         return 2
+    refused = _refused(args, urls, env)
+    if refused:
+        print(f"deskdex: {refused}", file=sys.stderr)
+        return 2
     # Paths made absolute here: a daemon does not share this command's working folder.
     request = CrawlRequest(urls or None, args.scope, args.max_pages, args.max_depth, args.topic,
                            [os.path.abspath(f) for f in args.topic_from] if args.topic_from else None,
@@ -162,7 +171,32 @@ def _crawl(args: argparse.Namespace, urls: list[str], env: CrawlEnv) -> int:
     if progress:
         sys.stderr.write("\n")
     print(json.dumps(result) if args.json else format_summary(result))
+    _private_hint(result)
     return 0
+
+
+ALLOW_PRIVATE = ("crawl it with --allow-private (deskdex crawl add URL --allow-private keeps the choice for that "
+                 "site), or allow every site with the setting crawl.allow_private_addresses = true")
+
+
+def _refused(args: argparse.Namespace, urls: list[str], env: CrawlEnv) -> str | None:
+    """Why a crawl of ``urls`` would fetch nothing: one names a private, loopback or link-local
+    address, and nothing allows those (--allow-private, the setting, the site's own choice); with
+    how to allow it. None when it may go ahead (a host name's address is checked as it is fetched)."""
+    private = [(u, a) for u in urls if (a := crawlconfig.private_address(u)) is not None]
+    if not private or args.allow_private or crawlconfig.allows_private(crawlconfig.load(env.config_path), urls):
+        return None
+    url, address = private[0]
+    return (f"{url}: {address} is a private or loopback address, which crawls refuse by default (a page could "
+            f"make the crawler reach your own network): {ALLOW_PRIVATE}")
+
+
+def _private_hint(result: dict[str, Any]) -> None:
+    """After a crawl: pages refused because their host resolved to a private address, and how to allow them."""
+    refused = Counter(result.get("failed") or {}).get("private_address", 0)
+    if refused:
+        print(f"deskdex: {refused} page{'s' if refused != 1 else ''} refused at a private address: {ALLOW_PRIVATE}",
+              file=sys.stderr)
 
 
 def _follow(env: CrawlEnv, job: int, progress: bool, as_json: bool) -> int:
@@ -202,6 +236,7 @@ def _follow(env: CrawlEnv, job: int, progress: bool, as_json: bool) -> int:
         code = 1
     if st["summary"] is not None:  # none for a job stopped before it began
         print(json.dumps(st["summary"]) if as_json else format_summary(st["summary"]))
+        _private_hint(st["summary"])
     return code
 
 

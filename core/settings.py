@@ -146,7 +146,7 @@ def _language(code: str) -> str | None:
     return None if re.fullmatch(r"[A-Za-z0-9_/-]+", code) else f"{code!r} is not a Tesseract language code"
 
 
-SITE_KEYS = {"url": str, "scope": str, "max_pages": int, "max_depth": int, "topic": str}
+SITE_KEYS = {"url": str, "scope": str, "max_pages": int, "max_depth": int, "topic": str, "allow_private": bool}
 SITE_REQUIRED = ("url",)
 
 
@@ -156,8 +156,9 @@ def _site(site: dict[str, Any]) -> str | None:
         kind = SITE_KEYS.get(key)
         if kind is None:
             return f"unknown key {key!r} in a site (known: {', '.join(SITE_KEYS)})"
-        if not isinstance(value, kind) or isinstance(value, bool):
-            return f"a site's {key} must be {'an integer' if kind is int else 'a string'}, not {_shown(value)}"
+        if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
+            what = {int: "an integer", bool: "true or false"}.get(kind, "a string")
+            return f"a site's {key} must be {what}, not {_shown(value)}"
     if missing := [k for k in SITE_REQUIRED if k not in site]:
         return f"a site needs a {missing[0]}"
     if (why := _url(site["url"], ("http", "https"))) is not None:
@@ -316,9 +317,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("crawl.revisit_budget_per_day", 1000.0, "Known pages the daemon may fetch again each day to keep them fresh.",
             low=0, high=1000000000),
     Setting("crawl.sites", [], "The crawls the daemon keeps fresh: tables with `url`, `scope` (host, domain or "
-                               "prefix), and optional `max_pages`, `max_depth`, `topic` (`deskdex crawl add`).", dict,
+                               "prefix), and optional `max_pages`, `max_depth`, `topic`, `allow_private` (`deskdex crawl add`; "
+                               "`allow_private = true`: added with --allow-private, its crawls may reach private "
+                               "addresses).", dict,
             check=_site,
-            shape="tables with url (http or https), scope (host, domain or prefix), max_pages, max_depth, topic"),
+            shape="tables with url (http or https), scope (host, domain or prefix), max_pages, max_depth, topic, "
+                  "allow_private"),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 for _s in SETTINGS:  # every number has bounds, every string and list a shape

@@ -22,6 +22,7 @@ class Site(TypedDict, total=False):
     max_pages: int
     max_depth: int
     topic: str
+    allow_private: bool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,8 +74,9 @@ class CrawlTable:
     """Known pages the daemon may fetch again each day to keep them fresh. Allowed: 0 to 1000000000."""
     sites: tuple[Site, ...] = ()
     """The crawls the daemon keeps fresh: tables with `url`, `scope` (host, domain or prefix), and optional
-    `max_pages`, `max_depth`, `topic` (`deskdex crawl add`). Allowed: tables with url (http or https), scope
-    (host, domain or prefix), max_pages, max_depth, topic."""
+    `max_pages`, `max_depth`, `topic`, `allow_private` (`deskdex crawl add`; `allow_private = true`: added with
+    --allow-private, its crawls may reach private addresses). Allowed: tables with url (http or https), scope
+    (host, domain or prefix), max_pages, max_depth, topic, allow_private."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

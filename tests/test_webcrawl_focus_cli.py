@@ -64,7 +64,7 @@ def test_cli_add_list_remove_crawl_status(tmp_path, capsys):
     sink = MemorySink()
     env = CrawlEnv(str(cfg), str(tmp_path / "crawl-state.json"), lambda: sink)
     with SiteServer(kind="big", pages=6) as site:
-        assert run_cli(["crawl", "add", site.url("/"), "--max-pages", "4"], env) == 0
+        assert run_cli(["crawl", "add", site.url("/"), "--max-pages", "4", "--allow-private"], env) == 0  # 127.0.0.1
         assert run_cli(["crawl", "add", "ftp://nope"], env) == 2
         capsys.readouterr()
         assert run_cli(["crawl", "list"], env) == 0

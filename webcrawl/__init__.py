@@ -23,7 +23,7 @@ from deskdex import lazy
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from . import config
-    from .config import SCOPES, CrawlConfig, CrawlSite, add_site, remove_site
+    from .config import SCOPES, CrawlConfig, CrawlSite, add_site, allows_private, private_address, remove_site
     from .crawler import CrawlSettings, Crawler, Fetcher, Remote, crawl, fetch_page, wants_text
     from .fetch import DNSCache, FetchSettings, make_client
     from .freshness import due
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 _WHERE = {
     "SCOPES": ".config", "CrawlConfig": ".config", "CrawlSite": ".config", "add_site": ".config",
-    "remove_site": ".config",
+    "remove_site": ".config", "allows_private": ".config", "private_address": ".config",
     "CrawlSettings": ".crawler", "Crawler": ".crawler", "Fetcher": ".crawler", "Remote": ".crawler",
     "crawl": ".crawler", "fetch_page": ".crawler", "wants_text": ".crawler",
     "DNSCache": ".fetch", "FetchSettings": ".fetch", "make_client": ".fetch",
@@ -52,10 +52,10 @@ _WHERE = {
 }
 __getattr__ = lazy.names(__name__, _WHERE)
 __all__ = [
-    "add_site", "config", "crawl", "crawl_status", "CrawlConfig", "Crawler", "CrawlRequest", "CrawlRun",
+    "add_site", "allows_private", "config", "crawl", "crawl_status", "CrawlConfig", "Crawler", "CrawlRequest", "CrawlRun",
     "CrawlSettings", "CrawlSite", "CrawlStats", "DNSCache", "due", "fetch_page", "FetchedPage", "Fetcher",
     "FetchSettings", "Frontier", "KnownPage", "load_state", "local_texts", "make_client", "MemorySink",
-    "page_source", "PageSink", "parse_shard", "plan", "progress_of", "PutResult", "record_visit", "Remote",
+    "page_source", "PageSink", "parse_shard", "plan", "private_address", "progress_of", "PutResult", "record_visit", "Remote",
     "remove_site", "Request", "SCOPES", "shard_of", "site_of", "SiteStats", "STATE_FILE", "summary", "Visit",
     "wants_text",
 ]

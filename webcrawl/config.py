@@ -7,6 +7,9 @@
     [[crawl.sites]]
     url = "https://example.org/"
     scope = "host"
+    [[crawl.sites]]
+    url = "http://192.168.1.10/wiki/"
+    allow_private = true    # added with --allow-private
 
 Other tables and keys in the file are kept as they are when sites are added or removed.
 """
@@ -20,7 +23,7 @@ from deskdex.errors import ConfigError
 from deskdex.protocol import CRAWL_SCOPES
 from deskdex.settings import CrawlTable
 
-from .urls import normalise
+from .urls import is_public_address, normalise
 
 SCOPES = CRAWL_SCOPES  # one tuple: the crawl op of the protocol checks a scope against it too
 
@@ -32,6 +35,9 @@ class CrawlSite:
     max_pages: int | None = None
     max_depth: int | None = None
     topic: str | None = None
+    # Added with --allow-private: its crawls may reach private, loopback and link-local addresses
+    # (None, not False, when not: the site's table in the config file then says nothing of it).
+    allow_private: bool | None = None
 
 
 @dataclass
@@ -59,6 +65,32 @@ def load(path: str) -> CrawlConfig:
             raise ConfigError(f"{path}: scope must be one of {', '.join(SCOPES)}, not {site.scope!r}")
         sites.append(site)
     return CrawlConfig(table, sites)
+
+
+def allows_private(cfg: CrawlConfig, urls: list[str]) -> bool:
+    """Whether a crawl from ``urls`` may reach private, loopback and link-local addresses without
+    being asked to: the setting allow_private_addresses, or every URL a site added with
+    ``deskdex crawl add URL --allow-private`` (the choice kept with the site)."""
+    allowed = {s.url for s in cfg.sites if s.allow_private}
+    return cfg.settings.allow_private_addresses or bool(urls) and all(normalise(u) in allowed for u in urls)
+
+
+def private_address(url: str) -> str | None:
+    """The non-public address ``url`` names by itself (``127.0.0.1``, ``[::1]``, ``localhost``,
+    ``192.168.1.2``), which a crawl refuses unless allowed; None for a public one or a host name (what a
+    name resolves to is checked when it is fetched, webcrawl/fetch.py)."""
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(url.strip()).hostname or "").rstrip(".")
+    except ValueError:
+        return None
+    if host == "localhost" or host.endswith(".localhost"):
+        return host
+    try:
+        return None if is_public_address(host) else host
+    except ValueError:  # a host name, not an address
+        return None
 
 
 def _write_sites(path: str, sites: list[CrawlSite]) -> None:

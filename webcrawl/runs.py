@@ -16,7 +16,7 @@ from typing import Any, Callable, TypeVar
 
 from deskdex.errors import ConfigError
 
-from .config import CrawlConfig
+from .config import CrawlConfig, allows_private
 from .crawler import CrawlSettings, Crawler, Remote
 from .fetch import FetchSettings
 from .focus import TopicClassifier
@@ -71,10 +71,13 @@ def plan(cfg: CrawlConfig, req: CrawlRequest,
         [([s.url], s.scope, TopicClassifier.from_words(s.topic) if s.topic else topic, s.max_pages, s.max_depth)
          for s in cfg.sites]
     crawl = cfg.settings
-    fetch = FetchSettings(user_agent=cfg.user_agent, timeout=crawl.timeout, deadline=crawl.deadline,
-                          max_bytes=crawl.max_mb * 2**20,
-                          allow_private=req.allow_private or crawl.allow_private_addresses)
-    return [CrawlSettings(seeds=list(seeds), scope=scope, topic=t, shard=shard, fetch=fetch,
+
+    def fetch(seeds: list[str]) -> FetchSettings:
+        return FetchSettings(user_agent=cfg.user_agent, timeout=crawl.timeout, deadline=crawl.deadline,
+                             max_bytes=crawl.max_mb * 2**20,
+                             allow_private=req.allow_private or allows_private(cfg, seeds))
+
+    return [CrawlSettings(seeds=list(seeds), scope=scope, topic=t, shard=shard, fetch=fetch(list(seeds)),
                           max_pages=_first(req.max_pages, site_pages, crawl.max_pages),
                           limits=Limits(max_depth=_first(req.max_depth, site_depth, crawl.max_depth)),
                           delay=_first(req.delay, crawl.delay))
