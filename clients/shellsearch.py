@@ -16,12 +16,12 @@ the next, which is all a search box needs and lets a receive timeout be the idle
 
 from __future__ import annotations
 
+# Imported by every command's parser (clients/cli.py): subprocess and shutil, 6 ms, only where used.
+
 import argparse
 import logging
 import os
 import re
-import shutil
-import subprocess
 import sys
 from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any
@@ -451,12 +451,16 @@ def _target(hit: SearchHit) -> str:
 
 
 def _deskdex() -> str:
+    import shutil
+
     script = os.path.join(os.path.dirname(sys.executable), "deskdex")
     return script if os.path.exists(script) else shutil.which("deskdex") or "deskdex"
 
 
 def _open(target: str) -> None:
     """Open with the desktop's default application: xdg-open asks the desktop (gio, kde-open, ...)."""
+    import shutil
+
     opener = shutil.which("xdg-open")
     if opener is None:
         logger.warning("no xdg-open to open %s (Debian: xdg-utils)", target)
@@ -466,6 +470,9 @@ def _open(target: str) -> None:
 
 def _copy(text: str) -> None:
     """Put ``text`` on the clipboard with the first tool this session has (Wayland, then X11)."""
+    import shutil
+    import subprocess
+
     tools = (["wl-copy"], ["xclip", "-selection", "clipboard"], ["xsel", "--clipboard", "--input"])
     for argv in tools:
         if shutil.which(argv[0]) and (argv[0] != "wl-copy" or os.environ.get("WAYLAND_DISPLAY")):
@@ -481,6 +488,8 @@ def _copy(text: str) -> None:
 def _spawn(argv: list[str]) -> None:
     """Start a program that outlives this service (which may exit idle while it runs): through a shell
     that leaves it in the background and exits, so init, not this service, reaps it."""
+    import subprocess
+
     try:
         subprocess.run(["/bin/sh", "-c", '"$@" </dev/null >/dev/null 2>&1 &', "sh", *argv],
                        timeout=10, check=True, start_new_session=True)
