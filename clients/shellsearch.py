@@ -181,10 +181,11 @@ class Searcher:
             try:
                 hits = self._ask(words, limit) if words else []
             except DeskdexError as exc:
-                logger.info("search %r refused: %s", query, exc)
+                # The log (the journal) never holds what was typed: only why it found nothing.
+                logger.info("a search the query language refuses, also as its words alone: %s", exc)
                 return []
         except DeskdexError as exc:
-            logger.warning("search %r failed: %s", query, exc)
+            logger.warning("a search failed: %s", exc)
             return []
         for hit in hits:
             self.hits[hit["uri"]] = hit
