@@ -344,9 +344,12 @@ class WorkerPool:
             return "spare", None
         return None
 
-    def has_room(self, user: RunAs | None, lane: Hashable) -> bool:
-        """Whether a file read as ``user``, of ``lane`` (see ``map``), would get a worker now."""
-        return self._plan(user, lane) is not None
+    def has_room(self, user: RunAs | None, lane: Hashable, spare_only: bool = False) -> bool:
+        """Whether a file read as ``user``, of ``lane`` (see ``map``), would get a worker now;
+        with ``spare_only``, the spare worker only: the one room a lane with files in flight
+        cannot take, hence the one another may have while such a lane waits its turn."""
+        plan = self._plan(user, lane)
+        return plan is not None and (not spare_only or plan[0] == "spare")
 
     def _free_worker(self, source: Source) -> _Worker | None:
         """A worker for ``source`` (``_plan``): started or freed here when the plan says so."""

@@ -224,12 +224,13 @@ class Indexer:
         user = self.run_as(info.path) if self.run_as is not None else None
         return (user, 0) if user is not None else (None, generation)
 
-    def _room(self, lane: Hashable) -> bool:
-        """Whether the pool would take a file of ``lane`` now (a lane is (account, generation))."""
+    def _room(self, lane: Hashable, spare_only: bool) -> bool:
+        """Whether the pool would take a file of ``lane`` now (a lane is (account, generation));
+        with ``spare_only``, only on the spare worker (turns.py)."""
         if not isinstance(self._pool, WorkerPool):
             return True
         user = cast("tuple[RunAs | None, int]", lane)[0]
-        return self._pool.has_room(user, lane)
+        return self._pool.has_room(user, lane, spare_only)
 
     def _take_in(self, queue: FairQueue, intake: Intake, wanted: dict[str, FileInfo]) -> None:
         files, named = intake()

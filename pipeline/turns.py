@@ -8,7 +8,10 @@ OCR last); among lanes whose next file costs the same, the one whose turn came l
 
 A lane is skipped while the converter pool has no room for it (``pop``'s ``room``), and the
 next one takes its turn; a lane refused for STARVE seconds is given the next room before any
-other, so that lanes which keep a worker busy cannot keep it from one that waits."""
+other, so that lanes which keep a worker busy cannot keep it from one that waits. Meanwhile the
+others get only room a starving lane could not take (the pool's spare worker, for a lane with
+nothing in flight): an account whose own slow files fill the pool starves, and must not keep
+another account's small file waiting for them."""
 
 from __future__ import annotations
 
@@ -21,6 +24,10 @@ from .scan import FileInfo
 
 # Seconds a lane may be refused a worker before the others wait for it.
 STARVE = 2.0
+
+# Whether the pool would take a file of a lane now; with spare_only (another lane starves), only
+# room that lane could not take.
+Room = Callable[[Hashable, bool], bool]
 
 
 class FairQueue:
@@ -45,17 +52,19 @@ class FairQueue:
             self._turns.append(lane)
         heapq.heappush(heap, (self._cost(info), next(self._order), info))
 
-    def pop(self, room: Callable[[Hashable], bool] = lambda lane: True) -> tuple[FileInfo, Hashable] | None:
+    def pop(self, room: Room = lambda lane, spare_only: True) -> tuple[FileInfo, Hashable] | None:
         """The next file, and its lane, of a lane ``room`` says has room now; None when there is
-        none (empty, or every lane with files must wait)."""
+        none (empty, or every lane with files must wait). ``room(lane, spare_only)``: with
+        spare_only, only room that no lane with files in flight could take (the spare)."""
         now = time.monotonic()
         starving = {lane for lane, since in self._refused.items() if now - since >= STARVE}
         # Stable: lanes whose next file costs the same keep their turns' order.
-        for i in sorted(range(len(self._turns)), key=lambda i: self._lanes[self._turns[i]][0][0]):
+        order = sorted(range(len(self._turns)), key=lambda i: self._lanes[self._turns[i]][0][0])
+        # The starving lanes first, with any room; then, if they must wait still, the others with
+        # the room the starving cannot take.
+        for i in [i for i in order if self._turns[i] in starving] + [i for i in order if self._turns[i] not in starving]:
             lane = self._turns[i]
-            if starving and lane not in starving:
-                continue
-            if not room(lane):
+            if not room(lane, bool(starving) and lane not in starving):
                 self._refused.setdefault(lane, now)
                 continue
             self._refused.pop(lane, None)

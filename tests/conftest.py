@@ -209,10 +209,7 @@ def make_docx(path: Path, title: str, author: str, heading: str, paragraphs: lis
 # `--system` daemon share one group, hence one process: a system daemon follows /etc/passwd and pauses
 # its intake while an account change is waiting, so accounts added and removed by a test running beside
 # it would slow or break it. Matched on the module's text so that a new such module joins by itself.
-# The modules driving a headless Chromium (tests/browser.py) join them too: Chromium takes both cores for
-# seconds at a time, and beside it a system daemon's idle-priority converters can starve (test_fairness
-# once found nothing in 120 s while a browser test ran in the other process).
-_ACCOUNT_USE = re.compile(r'from \.accounts import|"--system"|from \.browser import')
+_ACCOUNT_USE = re.compile(r'from \.accounts import|"--system"')
 _account_modules: dict[Path, bool] = {}
 
 
@@ -222,16 +219,10 @@ def _uses_accounts(path: Path) -> bool:
     return _account_modules[path]
 
 
-# The modules that install the package into fresh venvs write hundreds of MB at normal I/O priority;
-# beside them a system daemon's idle-I/O-priority conversions can wait minutes (test_fairness found
-# nothing in 120 s in two CI runs, with CPU idle half the time, and passes alone): in the group too.
-_HEAVY_INSTALLS = {"test_dependency_ranges", "test_installed"}
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         path = Path(str(item.path))
-        group = "accounts" if _uses_accounts(path) or path.stem in _HEAVY_INSTALLS else path.stem
+        group = "accounts" if _uses_accounts(path) else path.stem
         item.add_marker(pytest.mark.xdist_group(group))
 
 

@@ -25,10 +25,11 @@ from typing import Iterator
 import pytest
 
 from deskdex.converters import Limits, Source
-from deskdex.converters.isolation import Wakeup, WorkerPool, release_fork_server
+from deskdex.converters.isolation import SLOW_FILE, Wakeup, WorkerPool, release_fork_server
 from deskdex.index import Collection
 from deskdex.pipeline.indexer import Indexer
 from deskdex.pipeline.scan import FileInfo
+from deskdex.pipeline.turns import STARVE, FairQueue
 
 from . import misbehaving
 from .accounts import IS_ROOT, Users, missing_tools, run_as
@@ -118,6 +119,55 @@ def test_a_lane_with_nothing_in_flight_gets_the_spare_worker(tmp_path: Path, con
     assert got[0] == ("quick.txt", True, 2), (got, took)
     assert sorted(name for name, *_ in got) == ["held0.txt", "held1.txt", "quick.txt"]
     assert max(n for *_, n in got) <= 2  # the pool's size, and one spare
+
+
+def test_a_starving_lane_keeps_only_the_room_it_could_take(tmp_path: Path, control: Path):
+    """A lane refused a worker for STARVE seconds is served first, but the spare, which it
+    cannot take while its own files convert, still goes to a lane with nothing in flight:
+    account A's third slow file, come after its first two turned slow, must not keep account
+    B's file waiting for A's conversions (the system daemon's test below failed so in CI, when
+    the watcher handed A's files over in two batches)."""
+    held = [tmp_path / f"held{i}.txt" for i in range(3)]
+    quick = tmp_path / "quick.txt"
+    for p in held + [quick]:
+        p.write_text(f"{p.stem} text\n")
+    info = {p: FileInfo(str(p), p.stat().st_size, p.stat().st_mtime) for p in held + [quick]}
+    queue = FairQueue(lambda _: 0)
+    for p in held[:2]:
+        queue.push(info[p], "A")
+    timer = _release_after(control, 120)
+    got: list[tuple[str, bool]] = []  # (name, still held)
+    pushed: dict[str, float] = {}
+    try:
+        with WorkerPool(2, Limits(time_seconds=600), idle=False, overrides=misbehaving.OVERRIDES) as pool:
+            def sources() -> Iterator[Source | None]:
+                while True:
+                    taken = queue.pop(lambda lane, spare_only: pool.has_room(None, lane, spare_only))
+                    if taken is not None:
+                        yield Source.from_path(taken[0].path)
+                        continue
+                    now = time.monotonic()
+                    if "held2" not in pushed and len(_held_started(control)) >= 2:
+                        time.sleep(SLOW_FILE)  # both turned slow: A's third file is refused room
+                        queue.push(info[held[2]], "A")
+                        pushed["held2"] = time.monotonic()
+                    elif "held2" in pushed and "quick" not in pushed and now - pushed["held2"] > STARVE + 0.5:
+                        queue.push(info[quick], "B")  # A starves by now
+                        pushed["quick"] = now
+                    elif "quick" in pushed and not queue:
+                        return
+                    yield None
+
+            for source, outcomes in pool.map(sources(), lane=lambda s: "B" if s.name == "quick.txt" else "A",
+                                             tick=lambda: 0.05):
+                assert outcomes[0].document is not None, outcomes[0].message
+                got.append((source.name, (control / "hold").exists()))
+                if source.name == "quick.txt":
+                    (control / "hold").unlink(missing_ok=True)
+    finally:
+        timer.cancel()
+    assert got[0] == ("quick.txt", True), got
+    assert sorted(name for name, _ in got) == ["held0.txt", "held1.txt", "held2.txt", "quick.txt"]
 
 
 def test_a_file_saved_meanwhile_does_not_wait_for_slow_ones(tmp_path: Path, control: Path):
