@@ -241,3 +241,15 @@ def test_openapi_describes_every_endpoint(web: Web) -> None:
     ids = [op["operationId"] for ops in spec["paths"].values() for op in ops.values()]
     assert len(ids) == len(set(ids))
     assert re.fullmatch(r"\d+\.\d+.*", spec["info"]["version"]), spec["info"]
+
+
+def test_the_token_redirect_keeps_the_query(web: Web) -> None:
+    """The desktop's "show all" (GNOME's LaunchSearch, clients/shellsearch.py) opens the page with
+    the token and the query: the redirect that drops the token keeps ``q``, and sets the cookie."""
+    with web.anonymous() as c:
+        r = c.get("/", params={"token": web.token, "q": "budget report", "sort": "date"})
+        assert r.status_code == 303, r.text
+        assert r.headers["location"] == "/?q=budget+report&sort=date"
+        assert "deskdex_token" in r.headers.get("set-cookie", "")
+        r = c.get("/", params={"token": web.token})
+        assert r.status_code == 303 and r.headers["location"] == "/"

@@ -314,11 +314,13 @@ class WebApp:
 
     def take_token(self, request: Request) -> Response:
         """The desktop's first visit: the URL's token becomes a cookie, and the token leaves the
-        address bar (and the history) by a redirect."""
+        address bar (and the history) by a redirect that keeps the rest of the address: the
+        desktop's "show all" (clients/shellsearch.py) opens ``/?token=...&q=...``."""
         token = request.query_params.get("token", "")
         if not same_secret(token, self.options.token):
             return self.render("denied.html", None, code=401)
-        response = RedirectResponse("/", 303)
+        rest = urllib.parse.urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
+        response = RedirectResponse("/" + (f"?{rest}" if rest else ""), 303)
         # Secure only over TLS: a user's daemon serves plain HTTP on 127.0.0.1, where a client other
         # than a browser (which counts loopback as secure) would not send a Secure cookie back.
         response.set_cookie(TOKEN_COOKIE, token, max_age=int(self.options.session_hours * 3600), httponly=True,
