@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from deskdex.errors import ConversionError, NotFound
 from deskdex.paths import Home
-from deskdex.protocol import MAX_LIMIT, OPS, check_args
+from deskdex.protocol import MAX_LIMIT, OPS, check_args, indexing_said
 
 from .ask import ask
 from .reading import current_status, found, near_duplicates_of, not_one_file, uri_of
@@ -69,10 +69,13 @@ class Hit:
 class Results(Sequence[Hit]):
     """The hits of one search, best first, a sequence: iterate, index, slice or take ``len()`` of it
     as of a tuple. ``total``: every match, as ``deskdex search`` counts them (the copies a hit
-    stands for too)."""
+    stands for too). ``indexing``: None when the daemon had nothing left to index; else how far it
+    is, as ``deskdex search`` says it ("the index is being built: 120 of 3,000 files found so far
+    done"), since more may match once it is done."""
 
     hits: tuple[Hit, ...]
     total: int
+    indexing: str | None = None
 
     def __iter__(self) -> Iterator[Hit]:
         return iter(self.hits)
@@ -216,7 +219,7 @@ def similar(target: PathLike, limit: int = 10, *, home: PathLike | None = None) 
     if answer["total"] == 0:
         raise NotFound(f"not in the index: {wanted}")
     others = [h for h in answer["hits"] if h["uri"] != uri][:limit]
-    return Results(hits=tuple(_hit(h) for h in others), total=answer["total"] - 1)
+    return Results(hits=tuple(_hit(h) for h in others), total=answer["total"] - 1, indexing=_indexing(answer))
 
 
 def duplicates(path: PathLike, *, home: PathLike | None = None) -> tuple[Duplicate, ...]:
@@ -275,4 +278,9 @@ def _hit(h: SearchHit) -> Hit:
 
 
 def _results(answer: SearchResults) -> Results:
-    return Results(hits=tuple(_hit(h) for h in answer["hits"]), total=answer["total"])
+    return Results(hits=tuple(_hit(h) for h in answer["hits"]), total=answer["total"], indexing=_indexing(answer))
+
+
+def _indexing(answer: SearchResults) -> str | None:
+    indexing = answer.get("indexing")
+    return indexing_said(indexing) if indexing else None

@@ -205,6 +205,27 @@ def test_bad_queries_and_arguments_say_what(setup: Setup) -> None:
             deskdex.search("tomato", sort="name", home=home)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(BUSY_TIMEOUT)
+def test_a_search_during_the_first_index_says_how_far(tmp_path: Path) -> None:
+    """A daemon in its first index (cpu_budget = 1: it rests about 99 times as long as it worked,
+    tests/test_first_contact.py) answers with how far it is, which the results carry in the
+    command's words: a script can tell "none yet" from "none"."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(1500):  # more than a daemon converts in the half second before it first rests
+        (docs / f"note{i:04}.txt").write_text(f"kestrel sighting number {i}\n")
+    d = DaemonProcess(tmp_path / "home", [docs], extra_config="cpu_budget = 1\n").start(wait=False)
+    try:
+        d.wait_for(lambda st: st["state"] == "indexing" and st["queue"] > 0, what="the first index under way")
+        got = deskdex.search("kestrel", home=d.home)
+        assert got.indexing is not None and got.indexing.startswith("the index is being built: "), got.indexing
+        assert deskdex.status(home=d.home).state == "indexing"
+    finally:
+        d.stop()
+    assert deskdex.search("kestrel", home=d.home).indexing is None  # read from the index: nothing said
+
+
 def test_no_index_yet(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     with pytest.raises(IndexMissing, match=f"nothing indexed yet under {empty}/data: run `deskdex index PATH` first"):
