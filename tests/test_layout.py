@@ -1,7 +1,8 @@
 """The layout keeps its promises (docs/architecture.md): no import cycle between deskdex's modules, function-
 local imports included (a package's ``__init__`` counts as a module: a submodule importing its own package
 is an edge like any other); each package imports only the layers below it, above all the daemon never
-imports a client, and the small core imports nothing of the rest; and a package imports another only
+imports a client, and the small core imports nothing of the rest (but for the Python API's names, taken
+lazily: API_FACADE); and a package imports another only
 through that one's public names (its ``__init__``'s ``__all__``), never from its submodules."""
 
 from __future__ import annotations
