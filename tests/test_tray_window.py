@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ import pytest
 
 from .conftest import ROOT
 from .daemon_fixture import BUSY_TIMEOUT, DaemonProcess
+from .test_first_contact import HOW_FAR, building  # noqa: F401  (building: a daemon in its first index)
 from .test_tray import ARTIFACTS, qapp, wait_for, xvfb  # noqa: F401  (qapp, xvfb: the session's fixtures)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(BUSY_TIMEOUT)]
@@ -375,6 +377,39 @@ def test_history_is_kept_across_a_restart_of_the_window(qapp: Any, library: Libr
         caller.close()
 
 
+def test_a_search_during_the_first_index_says_how_far_it_is(qapp: Any, building: Any) -> None:  # noqa: F811
+    """A daemon in its first index (tests/test_first_contact.py's, resting with most files to do): the
+    window says the index is being built and how far, with the results and without any."""
+    from deskdex.clients.tray.caller import Caller
+    from deskdex.clients.tray.search_window import SearchWindow
+
+    daemon, _ = building
+    caller = Caller(daemon.socket)
+    w = SearchWindow(caller, opener=lambda p: None)
+    w.show()
+    try:
+        search(w, "kestrel ")
+        line = w.info.text()
+        # "3 results (...)", or with more than a page committed so far "first 50 results of 120 ... (...)"
+        shown = re.fullmatch(r"(?:first )?([\d,]+) results?.* \(the index is being built: .*; more may match when "
+                             r"it is done\)", line)
+        assert shown and int(shown[1].replace(",", "")) == w.results.topLevelItemCount(), line
+        m = HOW_FAR.search(line)
+        assert m and int(m[1].replace(",", "")) < int(m[2].replace(",", "")), line
+        w.box.setText("zeppelinnotthere")
+        w.timer.stop()
+        w.search_now()
+        wait_for(lambda: not caller.busy() and w.info.text().startswith("no results yet: the index is being built: "),
+                 "the empty answer")
+        assert w.info.text().endswith("; more may match when it is done"), w.info.text()
+        assert daemon.call("status")["state"] == "indexing"  # still: the premise held throughout
+    finally:
+        wait_for(lambda: not caller.busy(), "the last answer")
+        w.close()
+        caller.close()
+        w.deleteLater()
+
+
 def test_the_count_says_what_is_listed() -> None:
     from deskdex.clients.tray.search_window import count_line
 
@@ -382,6 +417,7 @@ def test_the_count_says_what_is_listed() -> None:
     assert count_line(1, 1, 2, False) == "1 result (+1 copy)"  # not "2 results" above one row
     assert count_line(5, 1, 6, False) == "5 results (+1 copy)"  # not "5 of 6"
     assert count_line(50, 3, 1200, True) == "first 50 results (+3 copies) of 1,200 matching documents"
+    assert count_line(0, 0, 0, False) == "no results"
 
 
 def test_a_history_file_that_cannot_be_read_or_written_costs_the_history_only(tmp_path: Path,

@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QComboBox, QComp
 
 from deskdex.errors import DeskdexError
 from deskdex.index import prefix_last_word
-from deskdex.protocol import SORTS
+from deskdex.protocol import SORTS, indexing_said
 
 from ..render import cluster_counts, terminal_safe
 from .caller import Caller
@@ -48,7 +48,7 @@ from .preview import Preview
 from .viewers import open_at_page
 
 if TYPE_CHECKING:
-    from deskdex.protocol import SearchHit
+    from deskdex.protocol import Indexing, SearchHit
 
 logger = logging.getLogger(__name__)
 
@@ -102,13 +102,20 @@ def new_item(text: str, html_text: str, path: str = "", hit: SearchHit | None = 
     return item
 
 
-def count_line(rows: int, copies: int, total: int, more: bool) -> str:
+def count_line(rows: int, copies: int, total: int, more: bool, indexing: Indexing | None = None) -> str:
     """What the window says above ``rows`` results listed, which stand for ``copies`` copies besides,
-    of ``total`` matching documents (copies included); ``more``: more results are to come."""
+    of ``total`` matching documents (copies included); ``more``: more results are to come;
+    ``indexing``: the search answer's, from a daemon still indexing (more may match once it is done:
+    said as ``deskdex search`` and the web page say it)."""
+    busy = indexing_said(indexing) if indexing else ""
+    if not rows:
+        return f"no results yet: {busy}; more may match when it is done" if busy else "no results"
     folded = f" (+{copies:,} cop{'y' if copies == 1 else 'ies'})" if copies else ""
     if more:
-        return f"first {rows:,} results{folded} of {total:,} matching documents"
-    return f"{rows:,} result{'s' if rows != 1 else ''}{folded}"
+        line = f"first {rows:,} results{folded} of {total:,} matching documents"
+    else:
+        line = f"{rows:,} result{'s' if rows != 1 else ''}{folded}"
+    return f"{line} ({busy}; more may match when it is done)" if busy else line
 
 
 def as_rich_text(text: str) -> str:
@@ -258,7 +265,7 @@ class SearchWindow(QWidget):
         total = int(result.get("total", shown))
         # listing a cluster ("Show N similar"), every copy is a row of its own: none is folded away
         copies = sum(int(h.get("duplicates") or 0) for h in self.hits()) if self._similar is None else 0
-        self.info.setText(count_line(shown, copies, total, more)
+        self.info.setText(count_line(shown, copies, total, more, result.get("indexing"))
                           + (f" ({NO_DAEMON})" if result.get(FROM_INDEX) else ""))
         self.more_button.setVisible(more)
         self.more_button.setEnabled(True)
