@@ -90,6 +90,24 @@ def test_a_search_during_the_first_index_says_how_far_it_is(building: tuple[Daem
         assert web.get("/api/search", params={"q": "kestrel"}).json().get("indexing", {}).get("first") is True
 
 
+@pytest.mark.parametrize("indexing, said", [
+    ({"state": "scanning", "first": True, "done": 0, "waiting": 0}, "the index is being built: looking for files"),
+    ({"state": "scanning", "first": True, "done": 1200, "waiting": 3},
+     "the index is being built: looking for files (1,200 done so far)"),
+    ({"state": "indexing", "first": True, "done": 120, "waiting": 2880},
+     "the index is being built: 120 of 3,000 files found so far done"),
+    ({"state": "indexing", "first": False, "done": 5000, "waiting": 2},
+     "the index is being brought up to date: 5,000 of 5,002 files found so far done"),
+    ({"state": "indexing", "first": True, "done": None, "waiting": 1}, "the index is being built: 1 file to go"),
+])
+def test_how_far_the_indexing_is_said(indexing: dict[str, object], said: str):
+    """The wording of each state the daemon answers with (the CLI's and the web page's); a daemon
+    brought up to date or scanning is not held in that state long enough to meet it above."""
+    from deskdex.protocol import indexing_said
+
+    assert indexing_said(indexing) == said  # type: ignore[arg-type]
+
+
 def test_a_search_without_a_daemon_says_no_results_alone(tmp_path: Path):
     docs = tmp_path / "docs"
     docs.mkdir()
