@@ -159,6 +159,8 @@ def test_document_text_marks_and_pages(setup: Setup) -> None:
         os.chdir(ROOT)
     assert birds.pages == 3 and [b.page for b in birds.blocks if "second page" in b.text] == [2]
     assert deskdex.document(garden, home=setup.through) == deskdex.document(garden, home=setup.indexed)
+    with pytest.raises(NotFound, match=f"not in the index: {setup.docs}/absent.txt$"):
+        deskdex.document(setup.docs / "absent.txt", home=setup.indexed)
 
 
 @pytest.mark.slow
