@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from pathlib import Path
@@ -201,9 +203,19 @@ PROBE = ("import sys\nfrom deskdex.clients import launch\nsys.argv = ['deskdex',
          "if m in sys.modules))\nsys.exit(rc)")
 
 
-def test_without_xdg_runtime_dir_the_fast_path_finds_the_daemon(tmp_path: Path):
+@pytest.fixture
+def short_home() -> Iterator[Path]:
+    """A HOME whose socket path (HOME/.local/share/deskdex/run/deskdex.sock) fits in the 108 bytes
+    of a Unix socket's address, which pytest's own temporary folders may not."""
+    home = Path(tempfile.mkdtemp(prefix="dx"))
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def test_without_xdg_runtime_dir_the_fast_path_finds_the_daemon(short_home: Path):
     """ssh without pam_systemd, cron, containers: no XDG_RUNTIME_DIR (and no /run/user/UID here,
     or one: both sides agree either way), no DESKDEX_HOME: the platform's folders under HOME."""
+    tmp_path = short_home
     env = {k: v for k, v in os.environ.items() if k != "DESKDEX_HOME" and not k.startswith("XDG_")}
     env.update(HOME=str(tmp_path), NO_COLOR="1")
     docs = tmp_path / "docs"
