@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from deskdex.errors import ConversionError, NotFound
 from deskdex.paths import Home
+from deskdex.index import type_group
 from deskdex.protocol import MAX_LIMIT, OPS, check_args, indexing_said
 
 from .ask import ask
@@ -54,7 +55,8 @@ class Hit:
     score: float  # the rank's score: comparable within one search only
     snippet: str  # "" with snippets=False
     highlights: tuple[tuple[int, int], ...]  # [start, end) character ranges of the matches in snippet
-    mime: str  # the MIME type (docs/search.md: `type:` groups them)
+    mime: str  # the MIME type
+    type: str | None  # its `type:` group ("sheet", "pdf": docs/search.md); None for a type of no group
     ext: str  # the file name's extension, lower case, no dot
     size: int  # bytes
     mtime: datetime  # last modified, in UTC
@@ -272,7 +274,8 @@ def _spans(spans: list[list[int]] | None) -> tuple[tuple[int, int], ...]:
 
 def _hit(h: SearchHit) -> Hit:
     return Hit(uri=h["uri"], path=h["path"], title=h["title"], score=h["score"], snippet=h["snippet"],
-               highlights=_spans(h.get("highlights")), mime=h["mime"], ext=h["ext"], size=h["size"],
+               highlights=_spans(h.get("highlights")), mime=h["mime"], type=type_group(h["mime"]), ext=h["ext"],
+               size=h["size"],
                mtime=_utc(h["mtime"]), page=h.get("page"), lang=h.get("lang"), source=h.get("source", "files"),
                duplicates=h.get("duplicates") or 0, similar=h.get("similar") or 0)
 

@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .query import TYPE_GROUPS
+from .query import type_group
 
 if TYPE_CHECKING:
     import tantivy
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 MAX_COUNTED = 1000  # matches counted, at most
 MAX_VALUES = 12  # values listed of each facet, at most
-_GROUP_OF = {mime: group for group, mimes in TYPE_GROUPS.items() for mime in mimes}
 _EXT = re.compile(r"^[^\s()\"]+$")  # an extension ext: takes as one word
 
 
@@ -83,7 +82,7 @@ class FacetCounts:
         exts: Counter[str] = Counter()  # every counted match's extension
         ungrouped: set[str] = set()  # extensions of matches of no type group
         for (mime, ext), n in self.kinds.items():
-            group, ext = _GROUP_OF.get(mime), ext.lower()
+            group, ext = type_group(mime), ext.lower()
             if group is not None:
                 groups[group] += n
             if ext:

@@ -64,6 +64,14 @@ TYPE_GROUPS: dict[str, tuple[str, ...]] = {
     "archive": ("application/zip", "application/x-tar", "application/gzip", "application/x-bzip2", "application/x-xz",
                 "application/warc"),
 }
+_GROUP_OF = {mime: group for group, mimes in TYPE_GROUPS.items() for mime in mimes}
+
+
+def type_group(mime: str) -> str | None:
+    """The ``type:`` group of a MIME type ("sheet", "pdf", ...), or None for one of no group."""
+    return _GROUP_OF.get(mime)
+
+
 MAX_WORDS = 256  # words searched for, in all fields (each is a term query per text field)
 MAX_PATTERNS = 16  # prefix (word*) and fuzzy (word~) patterns
 MAX_PATTERN_LETTERS = 64  # of the word of one pattern (a fuzzy automaton grows with it)

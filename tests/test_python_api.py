@@ -102,7 +102,7 @@ def test_search_reads_the_index_as_the_command_does(setup: Setup) -> None:
     soup = setup.docs / "soup.txt" if hit.path.endswith("soup.txt") else setup.docs / "soup copy.txt"
     assert (hit.path, hit.uri, hit.mime, hit.ext, hit.source) == (str(soup), path_to_uri(str(soup)), "text/plain",
                                                                    "txt", "files")
-    assert hit.size == soup.stat().st_size and hit.duplicates == 1 and hit.page is None
+    assert hit.size == soup.stat().st_size and hit.duplicates == 1 and hit.page is None and hit.type == "text"
     assert hit.mtime == datetime.fromtimestamp(int(soup.stat().st_mtime), tz=timezone.utc)
     assert [hit.snippet[a:b] for a, b in hit.highlights] == ["Tomato"]
     with pytest.raises(FrozenInstanceError):
@@ -114,7 +114,8 @@ def test_search_reads_the_index_as_the_command_does(setup: Setup) -> None:
         shown = cli_search(setup.indexed, query, *argv)
         assert [(h.uri, h.score, h.snippet) for h in got] == [(h["uri"], h["score"], h["snippet"]) for h in shown["hits"]]
         assert got.total == shown["total"]
-    assert [h.path for h in deskdex.search("budget type:sheet", home=setup.indexed)] == [str(setup.docs / "budget.csv")]
+    sheets = deskdex.search("budget type:sheet", home=setup.indexed)
+    assert [(h.path, h.type) for h in sheets] == [(str(setup.docs / "budget.csv"), "sheet")]
     assert len(deskdex.search("tomato", all=True, home=setup.indexed)) == 2
     paged = deskdex.search("bitterns", home=setup.indexed)
     assert [(h.path, h.page) for h in paged] == [(str(setup.docs / "birds.pdf"), 2)]
