@@ -155,7 +155,8 @@ def cmd_shell_search(args: argparse.Namespace) -> int:
         print("deskdex shell-search: --idle must be more than 0 seconds and at most a day (86400)", file=sys.stderr)
         return 2
     home = home_of(args)
-    return serve(Provider(Searcher(home.socket), home.runtime_dir), idle)
+    given = getattr(args, "home", None)
+    return serve(Provider(Searcher(home.socket), home.runtime_dir, ["--home", given] if given else []), idle)
 
 
 class Searcher:
@@ -224,9 +225,10 @@ class Searcher:
 class Provider:
     """The methods of both interfaces, each taking and returning D-Bus values as jeepney has them."""
 
-    def __init__(self, searcher: Searcher, runtime_dir: str) -> None:
+    def __init__(self, searcher: Searcher, runtime_dir: str, home_args: list[str] | None = None) -> None:
         self.searcher = searcher
         self.runtime_dir = runtime_dir
+        self.home_args = home_args or []  # ["--home", HOME] for the tray it starts, as this service was given
 
     # org.gnome.Shell.SearchProvider2
     def initial(self, terms: list[str]) -> list[str]:
@@ -261,7 +263,8 @@ class Provider:
 
     def launch_search(self, terms: list[str]) -> None:
         """deskdex's own window at these terms: the daemon's web page where it serves one (it takes the
-        query), else the tray (whose search window takes none yet)."""
+        query), else the tray's search window (``deskdex tray --search``: the tray running already
+        shows it, else a new tray starts)."""
         query = " ".join(terms)
         from deskdex.web import read_url
 
@@ -272,9 +275,9 @@ class Provider:
             url = str(served["url"])
             _open(url + ("&" if "?" in url else "?") + urlencode({"q": query}))
             return
-        argv = [_deskdex(), "tray"]
-        logger.info("no web page served: starting %s", " ".join(argv))
-        _spawn(argv)
+        # --search=QUERY, one argument: a query may begin with "-". Not logged: what was typed stays out of the log.
+        logger.info("no web page served: the tray's search window shows the search")
+        _spawn([_deskdex(), "tray", *self.home_args, f"--search={query}"])
 
     # org.kde.krunner1
     def match(self, query: str) -> list[tuple[str, str, str, int, float, dict[str, tuple[str, Any]]]]:

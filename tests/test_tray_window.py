@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import DESKDEX, ROOT
 from .daemon_fixture import BUSY_TIMEOUT, DaemonProcess
 from .test_first_contact import HOW_FAR, building  # noqa: F401  (building: a daemon in its first index)
 from .test_tray import ARTIFACTS, qapp, wait_for, xvfb  # noqa: F401  (qapp, xvfb: the session's fixtures)
@@ -439,3 +440,53 @@ def test_a_history_file_that_cannot_be_read_or_written_costs_the_history_only(tm
     h3 = History(str(blocked / "tray-history.json"))  # a file where its folder should be
     assert h3.add("kingfisher") and h3.queries == ["kingfisher"]  # kept for this run
     assert "not saved" in caplog.text
+
+
+def test_a_second_tray_hands_its_search_to_the_running_one(qapp: Any, library: Library,  # noqa: F811
+                                                          xvfb: str, tmp_path: Path) -> None:  # noqa: F811
+    """`deskdex tray --search QUERY` (the desktop's "show all", clients/shellsearch.py) with a tray
+    of the daemon running: the installed command hands the query to that tray and exits, and the
+    running tray's search window shows it (a query may begin with "-"); a malformed request is
+    logged and changes nothing."""
+    from PySide6.QtNetwork import QLocalSocket
+
+    from deskdex.clients.tray.app import Instance, TrayApp, instance_name
+    from deskdex.clients.tray.search_window import PATH_ROLE
+
+    from .test_tray import x_env
+
+    tray = TrayApp(library.daemon.socket, history_file=str(tmp_path / "history.json"))
+    name = instance_name(library.daemon.socket)
+    instance = Instance(name, tray.show_search)
+    try:
+        query = "-papers kingfisher"
+        start = time.monotonic()
+        p = subprocess.Popen([DESKDEX, "tray", "--home", str(library.daemon.home), f"--search={query}"],
+                             env=x_env(xvfb), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        while p.poll() is None and time.monotonic() - start < 60:
+            qapp.processEvents()  # the running tray answers from this loop
+            time.sleep(0.01)
+        out, err = p.communicate(timeout=5)
+        assert p.returncode == 0, err
+        w = tray.search_window
+        wait_for(lambda: w.box.text() == query and w.isVisible() and not w.caller.busy()
+                 and w.results.topLevelItemCount(), "the handed-over search")
+        # The query whole, its "-papers" too: the notes in papers/ left out, their copy in backup/ found.
+        assert [w.results.topLevelItem(i).data(0, PATH_ROLE)
+                for i in range(w.results.topLevelItemCount())] == [str(library.copy)]
+        # Not JSON, then a search that is not a string: both refused, the window unchanged.
+        for junk in (b"not json\n", b'{"search": 42}\n'):
+            sock = QLocalSocket()
+            sock.connectToServer(name)
+            assert sock.waitForConnected(1000)
+            sock.write(junk)
+            sock.waitForBytesWritten(1000)
+            deadline = time.monotonic() + 1
+            while time.monotonic() < deadline:
+                qapp.processEvents()
+            sock.abort()
+        assert w.box.text() == query
+    finally:
+        instance.close()
+        wait_for(lambda: not tray.caller.busy(), "the last answer")
+        tray.close()

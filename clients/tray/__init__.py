@@ -34,6 +34,8 @@ def add_command(subparsers: Subcommands,
     g = s.add_mutually_exclusive_group()
     g.add_argument("--install-autostart", action="store_true", help="start the tray at login, then exit")
     g.add_argument("--uninstall-autostart", action="store_true", help="stop starting the tray at login, then exit")
+    g.add_argument("--search", metavar="QUERY",
+                   help="open the search window at QUERY (in the tray already running, if there is one)")
     s.set_defaults(func=cmd_tray)
 
 
@@ -67,7 +69,7 @@ def cmd_tray(args: argparse.Namespace) -> int:
     from .history import history_file
 
     h = Home.resolve(home)
-    return run(h.socket, h.data_dir, history_file(home))
+    return run(h.socket, h.data_dir, history_file(home), search=args.search)
 
 
 # Qt platforms that show windows on a display server: without one, Qt aborts the process with a

@@ -6,12 +6,15 @@ opens instead, and closing it quits."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import signal
 from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QAction
+from PySide6.QtNetwork import QLocalServer, QLocalSocket
 from PySide6.QtWidgets import QApplication, QMenu, QMessageBox, QSystemTrayIcon, QWidget
 
 from deskdex.errors import DeskdexError
@@ -106,7 +109,11 @@ class TrayApp(QObject):
         self.pause_action.setEnabled(self.error is None)
 
     # -- menu actions
-    def show_search(self) -> None:
+    def show_search(self, query: str | None = None) -> None:
+        """The search window, searching ``query`` if one is given (``deskdex tray --search``)."""
+        if query is not None:
+            self.search_window.box.setText(query)
+            self.search_window.search_now()
         _raise(self.search_window)
 
     def show_folders(self) -> None:
@@ -156,18 +163,94 @@ def _raise(w: QWidget) -> None:
     w.activateWindow()
 
 
-def run(socket_path: str, data_dir: str | None = None, history_file: str | None = None) -> int:
+# One tray per daemon: a second ``deskdex tray`` (the desktop's "show all", clients/shellsearch.py, runs
+# ``deskdex tray --search QUERY``) hands its request to the running one over a local socket in the
+# daemon's runtime folder (0700, the user's own) and exits, rather than show a second icon.
+INSTANCE_NAME = "tray"
+MAX_REQUEST = 64 * 1024  # bytes of one request line: a query is at most a few KB
+
+
+def instance_name(socket_path: str) -> str:
+    return os.path.join(os.path.dirname(socket_path), INSTANCE_NAME)
+
+
+def hand_over(name: str, query: str | None, timeout_ms: int = 1000) -> bool:
+    """Ask the tray listening at ``name`` to show its search window (at ``query``); False when
+    none listens there."""
+    sock = QLocalSocket()
+    sock.connectToServer(name)
+    if not sock.waitForConnected(timeout_ms):
+        return False
+    sock.write(json.dumps({"search": query}).encode() + b"\n")
+    done = sock.waitForBytesWritten(timeout_ms)
+    sock.disconnectFromServer()
+    return done
+
+
+class Instance(QObject):
+    """The running tray's end of ``hand_over``: each request line shows the search window."""
+
+    def __init__(self, name: str, on_request: Callable[[str | None], None], parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.on_request = on_request
+        self.server = QLocalServer(self)
+        self.server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
+        os.makedirs(os.path.dirname(name), mode=0o700, exist_ok=True)
+        QLocalServer.removeServer(name)  # left by a tray that was killed: no one answered at it
+        if not self.server.listen(name):
+            logger.warning("a second deskdex tray cannot hand its search over to this one: %s",
+                           self.server.errorString())
+        self.server.newConnection.connect(self._accept)
+
+    def _accept(self) -> None:
+        while (conn := self.server.nextPendingConnection()) is not None:
+            conn.readyRead.connect(lambda c=conn: self._read(c))
+            conn.disconnected.connect(conn.deleteLater)
+
+    def _read(self, conn: QLocalSocket) -> None:
+        if not conn.canReadLine():
+            if conn.bytesAvailable() > MAX_REQUEST:
+                logger.warning("a request to the tray longer than %d bytes: refused", MAX_REQUEST)
+                conn.abort()
+            return
+        line = bytes(conn.readLine(MAX_REQUEST).data())
+        conn.disconnectFromServer()
+        try:
+            request = json.loads(line)
+            query = request["search"] if isinstance(request, dict) else None
+            if query is not None and not isinstance(query, str):
+                raise ValueError("search is not a string")
+        except (ValueError, KeyError) as exc:
+            logger.warning("a malformed request to the tray: %s", exc)
+            return
+        self.on_request(query)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def run(socket_path: str, data_dir: str | None = None, history_file: str | None = None,
+        search: str | None = None) -> int:
     """The ``deskdex tray`` process: the icon until Quit (or the search window, where there is no tray).
-    ``data_dir``: the index searched when no daemon answers; ``history_file``: the search history's."""
+    ``data_dir``: the index searched when no daemon answers; ``history_file``: the search history's;
+    ``search``: a query to show at once. With a tray of this daemon running already, it is asked to
+    show its search window instead, and this process exits."""
     existing = QApplication.instance()  # typed as the QCoreApplication it may be; ours is a QApplication
     app = existing if isinstance(existing, QApplication) else QApplication(["deskdex"])
     app.setApplicationName("deskdex")
+    name = instance_name(socket_path)
+    if hand_over(name, search):
+        logger.info("a deskdex tray runs already: it shows the search window")
+        return 0
     tray = TrayApp(socket_path, data_dir=data_dir, history_file=history_file)
+    instance = Instance(name, tray.show_search)
     if QSystemTrayIcon.isSystemTrayAvailable():
         app.setQuitOnLastWindowClosed(False)  # closing a window must not end the tray
+        if search is not None:
+            tray.show_search(search)
     else:
         logger.warning("no system tray on this desktop: showing the search window instead")
-        tray.show_search()
+        tray.show_search(search)
     tray.start()
     # Qt's loop never returns to Python on its own: a timer lets Ctrl-C and SIGTERM be handled
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -176,5 +259,6 @@ def run(socket_path: str, data_dir: str | None = None, history_file: str | None 
     wake.timeout.connect(lambda: None)
     wake.start()
     code = app.exec()
+    instance.close()
     tray.close()
     return code
