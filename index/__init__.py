@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .as_you_type import prefix_last_word
     from .checksums import bytes_checksum, normalise, raw_checksum_of, sampled_checksum_of, text_checksum
     from .documents import document
-    from .query import type_group
+    from .query import narrowed, type_group
     from .features import Features
     from .readable import ReadableClusters, may_read
     from .remote import RemoteShard
@@ -42,7 +42,7 @@ __getattr__ = lazy.names(__name__, {
     "RemoteShard": ".remote",
     "data_dir_of": ".shards", "open_shards": ".shards", "search_shards": ".shards", "shard_search": ".shards",
     "shard_stats": ".shards",
-    "type_group": ".query",
+    "narrowed": ".query", "type_group": ".query",
     "WebPages": ".webpages",
 })
 
@@ -53,5 +53,5 @@ __all__ = [
     "ReadableClusters", "RemoteShard", "Row", "WebPages", "add_snippets", "bytes_checksum", "data_dir_of", "document",
     "fingerprints", "may_read", "normalise", "open_shards", "prefix_last_word", "raw_checksum_of", "reports",
     "sampled_checksum_of", "search", "search_shards", "shard_search", "shard_stats", "stats_message", "stats_of",
-    "text_checksum", "type_group",
+    "narrowed", "text_checksum", "type_group",
 ]

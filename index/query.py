@@ -72,6 +72,17 @@ def type_group(mime: str) -> str | None:
     return _GROUP_OF.get(mime)
 
 
+def narrowed(query: str, filters: list[str]) -> str:
+    """``query`` with each of ``filters`` (a facet's ``type:sheet``, ``folder:...``) it lacks added;
+    in parentheses when it has an OR, which binds looser than the AND they are joined with
+    (docs/search.md, "Facets"). The web page's facet links and the tray's filters."""
+    query = query.strip()
+    extra = " ".join(f for f in filters if f not in query)
+    if not extra:
+        return query
+    return f"({query}) {extra}" if query and re.search(r"\bOR\b", query) else f"{query} {extra}".strip()
+
+
 MAX_WORDS = 256  # words searched for, in all fields (each is a term query per text field)
 MAX_PATTERNS = 16  # prefix (word*) and fuzzy (word~) patterns
 MAX_PATTERN_LETTERS = 64  # of the word of one pattern (a fuzzy automaton grows with it)

@@ -15,7 +15,7 @@ import pytest
 
 from deskdex.converters import Block, Document
 from deskdex.converters.limits import Limits
-from deskdex.index import Collection, Row, search, search_shards
+from deskdex.index import Collection, Row, narrowed, search, search_shards
 from deskdex.pipeline.indexer import Indexer
 
 from .conftest import make_pdf
@@ -182,3 +182,14 @@ def test_the_search_op_answers_facets(tmp_path: Path) -> None:
         assert "facets" not in d.call("search", query="harbour")
     finally:
         d.stop()
+
+
+def test_a_filter_narrows_the_query_as_written() -> None:
+    """One narrowing for the web page's facet links and the tray's filters (index.narrowed): an OR
+    binds looser than the AND a filter is joined with, so an OR query is put in parentheses; a
+    filter the query has already is not added twice."""
+    assert narrowed(" budget ", ["type:sheet"]) == "budget type:sheet"
+    assert narrowed("budget OR ledger", ["type:sheet", "year:2024"]) == "(budget OR ledger) type:sheet year:2024"
+    assert narrowed("budget type:sheet", ["type:sheet"]) == "budget type:sheet"
+    assert narrowed("", ["type:pdf"]) == "type:pdf"
+    assert narrowed("oregon", []) == "oregon"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import stat
 import time
 import urllib.parse
@@ -34,7 +33,7 @@ from starlette.staticfiles import StaticFiles
 from deskdex import protocol
 from deskdex.converters import RunAs, as_user
 from deskdex.errors import BadArgs, DeskdexError, Forbidden, NotFound, QueryError, TooLarge
-from deskdex.index import prefix_last_word
+from deskdex.index import narrowed, prefix_last_word
 from deskdex.sizes import human
 
 from .auth import Account, LoginLimiter, Session, Sessions, check_password, same_secret
@@ -651,9 +650,5 @@ def marked(text: str, marks: list[list[int]] | None, first: int = 0) -> Markup:
 
 
 def query_with(q: str, extra: str) -> str:
-    """The query narrowed by a facet's filter: in parentheses when it has an OR, which binds looser
-    than the AND the filter is joined with (docs/search.md, "Facets")."""
-    if extra in q:
-        return q
-    q = q.strip()
-    return f"({q}) {extra}" if re.search(r"\bOR\b", q) else f"{q} {extra}".strip()
+    """The query narrowed by a facet's filter (index.narrowed), for the templates' links."""
+    return narrowed(q, [extra])

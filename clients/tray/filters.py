@@ -8,7 +8,6 @@ up to 1,000 matches costs about as much as the search itself, and the hits shoul
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from PySide6.QtCore import Qt
@@ -20,16 +19,6 @@ if TYPE_CHECKING:
 KINDS = (("type", "Type"), ("folder", "Folder"), ("year", "Date"), ("lang", "Language"))
 FILTER_ROLE = Qt.ItemDataRole.UserRole + 1  # a value's filter; "" on a kind's heading
 KIND_ROLE = Qt.ItemDataRole.UserRole + 2
-
-
-def narrowed(query: str, filters: list[str]) -> str:
-    """``query`` with each of ``filters`` added; in parentheses when it has an OR, which binds looser
-    than the AND the filters are joined with (docs/search.md, "Facets"; web/app.py's query_with)."""
-    query = query.strip()
-    extra = " ".join(f for f in filters if f not in query)
-    if not extra:
-        return query
-    return f"({query}) {extra}" if query and re.search(r"\bOR\b", query) else f"{query} {extra}".strip()
 
 
 class Filters(QTreeWidget):

@@ -35,12 +35,12 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QComboBox, QComp
                                QStyleOptionViewItem, QToolButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from deskdex.errors import DeskdexError
-from deskdex.index import prefix_last_word
+from deskdex.index import narrowed, prefix_last_word
 from deskdex.protocol import SORTS, indexing_said
 
 from ..render import cluster_counts, terminal_safe
 from .caller import Caller
-from .filters import Filters, narrowed
+from .filters import Filters
 from .history import History
 from .icons import type_icon
 from .offline import FROM_INDEX
