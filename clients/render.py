@@ -23,7 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Mapping
 
-    from deskdex.protocol import SearchHit, SearchResults
+    from deskdex.protocol import Indexing, SearchHit, SearchResults
 
 BOLD, DIM, CYAN, YELLOW, RESET = "\033[1m", "\033[2m", "\033[36m", "\033[33m", "\033[0m"
 
@@ -102,11 +102,8 @@ def raw_path(hit: Mapping[str, object]) -> bytes:
 
 def render_hits(results: SearchResults, color: bool, links: bool = False) -> str:
     hits = results["hits"]
-    indexing = results.get("indexing")
-    # A daemon still indexing may find more later: "no results" alone would read as "not there".
-    busy = protocol.indexing_said(indexing) if indexing else ""
     if not hits:
-        return f"no results yet: {busy}; more may match when it is done\n" if busy else "no results\n"
+        return count_line(0, 0, 0, False, results.get("indexing")) + "\n"
     out = []
     for n, h in enumerate(hits, 1):
         date = time.strftime("%Y-%m-%d", time.localtime(h["mtime"])) if h.get("mtime") else ""
@@ -121,10 +118,27 @@ def render_hits(results: SearchResults, color: bool, links: bool = False) -> str
             out.append(f"{n}. {title}\n   {where}  {date}  {human(h['size'])}{more}\n")
         if h.get("snippet"):
             out.append("   " + highlight(h["snippet"], h.get("highlights") or [], color) + "\n")
-    out.append(f"{len(hits)} of {results['total']} results\n")
-    if busy:
-        out.append(f"({busy}; more may match when it is done)\n")
+    copies = sum(h.get("duplicates") or 0 for h in hits)
+    # Copies folded into a hit are counted apart: "5 of 6 results" above five rows read as if one were missing.
+    beyond = results["total"] > len(hits) + copies  # more than listed: --limit, --offset
+    out.append(count_line(len(hits), copies, results["total"], beyond, results.get("indexing")) + "\n")
     return "".join(out)
+
+
+def count_line(rows: int, copies: int, total: int, more: bool, indexing: Indexing | None = None) -> str:
+    """What ``deskdex search`` (under its hits) and the tray's window (above them) say of ``rows``
+    results listed, which stand for ``copies`` copies besides, of ``total`` matching documents (copies
+    included); ``more``: more results are to come; ``indexing``: the search answer's, from a daemon
+    still indexing: "no results" alone would read as "not there", and more may match once it is done."""
+    busy = protocol.indexing_said(indexing) if indexing else ""
+    if not rows:
+        return f"no results yet: {busy}; more may match when it is done" if busy else "no results"
+    folded = f" (+{copies:,} cop{'y' if copies == 1 else 'ies'})" if copies else ""
+    if more:
+        line = f"first {rows:,} results{folded} of {total:,} matching documents"
+    else:
+        line = f"{rows:,} result{'s' if rows != 1 else ''}{folded}"
+    return f"{line} ({busy}; more may match when it is done)" if busy else line
 
 
 def duplicates(n: int, similar: int = 0) -> str:

@@ -80,7 +80,7 @@ def test_the_daemon_answers_as_the_full_command_would(daemon: DaemonProcess, arg
     (["search", "(apples"], 1, "never closed"),  # a bad query: the caret comes from the full command line
     (["search", "--help"], 0, "usage: deskdex search"),
     (["search", "apples", "--limit", "0"], 2, "must be"),
-    (["search", "apples", "--lim", "2"], 0, "2 of"),  # an abbreviation argparse takes
+    (["search", "apples", "--lim", "2"], 0, "first 2 results of"),  # an abbreviation argparse takes
     (["status"], 0, "documents:"),
 ])
 def test_what_the_fast_path_does_not_take_runs_the_full_command(daemon: DaemonProcess, args: list[str], code: int,

@@ -412,7 +412,7 @@ def test_a_search_during_the_first_index_says_how_far_it_is(qapp: Any, building:
 
 
 def test_the_count_says_what_is_listed() -> None:
-    from deskdex.clients.tray.search_window import count_line
+    from deskdex.clients.render import count_line
 
     assert count_line(1, 0, 1, False) == "1 result"
     assert count_line(1, 1, 2, False) == "1 result (+1 copy)"  # not "2 results" above one row

@@ -36,9 +36,9 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QComboBox, QComp
 
 from deskdex.errors import DeskdexError
 from deskdex.index import narrowed, prefix_last_word
-from deskdex.protocol import SORTS, indexing_said
+from deskdex.protocol import SORTS
 
-from ..render import cluster_counts, terminal_safe
+from ..render import cluster_counts, count_line, terminal_safe
 from .caller import Caller
 from .filters import Filters
 from .history import History
@@ -48,7 +48,7 @@ from .preview import Preview
 from .viewers import open_at_page
 
 if TYPE_CHECKING:
-    from deskdex.protocol import Indexing, SearchHit
+    from deskdex.protocol import SearchHit
 
 logger = logging.getLogger(__name__)
 
@@ -100,22 +100,6 @@ def new_item(text: str, html_text: str, path: str = "", hit: SearchHit | None = 
     item.setData(0, PATH_ROLE, path)
     item.setData(0, HIT_ROLE, hit if hit is not None else {})
     return item
-
-
-def count_line(rows: int, copies: int, total: int, more: bool, indexing: Indexing | None = None) -> str:
-    """What the window says above ``rows`` results listed, which stand for ``copies`` copies besides,
-    of ``total`` matching documents (copies included); ``more``: more results are to come;
-    ``indexing``: the search answer's, from a daemon still indexing (more may match once it is done:
-    said as ``deskdex search`` and the web page say it)."""
-    busy = indexing_said(indexing) if indexing else ""
-    if not rows:
-        return f"no results yet: {busy}; more may match when it is done" if busy else "no results"
-    folded = f" (+{copies:,} cop{'y' if copies == 1 else 'ies'})" if copies else ""
-    if more:
-        line = f"first {rows:,} results{folded} of {total:,} matching documents"
-    else:
-        line = f"{rows:,} result{'s' if rows != 1 else ''}{folded}"
-    return f"{line} ({busy}; more may match when it is done)" if busy else line
 
 
 def as_rich_text(text: str) -> str:
