@@ -96,6 +96,7 @@ class Daemon:
         self.cfg = cfg
         self.system = system
         self.state = "starting"
+        self.first_pass = True  # until the reconcile of the start is done: searches say the index is being built
         self._stall = Stall()
         self.current: str | None = None
         self.notes: list[str] = []
@@ -223,6 +224,7 @@ class Daemon:
                         raise
                     self._stalled(exc, [], set(roots))
                 self.retries.schedule(self.folders())
+            self.first_pass = False
             if once:
                 return
             crawls = self.crawls.start()

@@ -148,9 +148,7 @@ class Ops:
         if not self._other_user(peer):
             counts = self._own_counts(reader, reader.stats.last_commit())[0]
             done = int(counts["documents"]) + int(counts["failed"])
-        # The crawl scheduler starts when the first reconcile is done (daemon/loop.py, run): until
-        # then the index is being built, not brought up to date.
-        return {"state": d.state, "first": not d.crawls.thread.is_alive(), "done": done,
+        return {"state": d.state, "first": d.first_pass, "done": done,
                 "waiting": d.queue_length()}
 
     def document(self, req: Request) -> DocumentAnswer:
