@@ -37,14 +37,20 @@ def ask(chosen: str | None, op: str, **kw: Any) -> Any:
 
     A user with no daemon and no index of their own who chose no home is answered by the system
     daemon (`deskdex daemon --system`) for its public ops, with what that user may read."""
-    home = Home.resolve(chosen).check()
-    sockets = [home.socket]
-    chosen = chosen or os.environ.get(ENV)
-    if not chosen and OPS[op].public and not os.path.exists(os.path.join(home.data_dir, "catalog.sqlite")):
-        sockets.append(Home.resolve(system=True).socket)
-    for path in sockets:
+    for path in daemon_sockets(chosen, op):
         try:
             return call(path, op, **kw)
         except DaemonUnavailable:
             continue
     return None
+
+
+def daemon_sockets(chosen: str | None, op: str) -> list[str]:
+    """The sockets ``ask`` tries for ``op``, in order: the daemon of ``chosen``'s home, then, for a
+    user with no index of their own who chose no home and a public op, the system daemon's."""
+    home = Home.resolve(chosen).check()
+    sockets = [home.socket]
+    chosen = chosen or os.environ.get(ENV)
+    if not chosen and OPS[op].public and not os.path.exists(os.path.join(home.data_dir, "catalog.sqlite")):
+        sockets.append(Home.resolve(system=True).socket)
+    return sockets

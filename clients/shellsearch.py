@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from deskdex.errors import DaemonUnavailable, DeskdexError, QueryError
 from deskdex.protocol import MAX_QUERY
 
-from .ask import home_of
+from .ask import daemon_sockets, home_of
 from .client import Client
 from .render import raw_path
 
@@ -156,15 +156,19 @@ def cmd_shell_search(args: argparse.Namespace) -> int:
         return 2
     home = home_of(args)
     given = getattr(args, "home", None)
-    return serve(Provider(Searcher(home.socket), home.runtime_dir, ["--home", given] if given else []), idle)
+    searcher = Searcher(daemon_sockets(given, "search"))
+    return serve(Provider(searcher, home.runtime_dir, ["--home", given] if given else []), idle)
 
 
 class Searcher:
     """Searches through the daemon on one connection, made again when the daemon comes back, and
     remembers the hits it returned by id (a hit's uri) for the calls about them that follow."""
 
-    def __init__(self, socket_path: str) -> None:
-        self.socket_path = socket_path
+    def __init__(self, socket_paths: list[str]) -> None:
+        # The home's daemon, then the system daemon for a user who has none (clients/ask.py): the
+        # first that answers is kept, and all are tried again once it stops answering.
+        self.socket_paths = socket_paths
+        self.socket_path = socket_paths[0]
         self._client: Client | None = None
         self._down = False  # the daemon was found missing: logged once until it answers again
         self.hits: OrderedDict[str, SearchHit] = OrderedDict()
@@ -199,7 +203,7 @@ class Searcher:
         for attempt in (1, 2):  # a kept connection the daemon closed (restarted) is made again once
             try:
                 if self._client is None:
-                    self._client = Client(self.socket_path, timeout=10.0)
+                    self._client = self._connect()
                 result = self._client.call("search", query=query, limit=limit, snippets=False)
             except DaemonUnavailable as exc:
                 self.close()
@@ -215,6 +219,18 @@ class Searcher:
             hits: list[SearchHit] = result["hits"]
             return hits
         return []
+
+    def _connect(self) -> Client:
+        for path in self.socket_paths:
+            try:
+                client = Client(path, timeout=10.0)
+            except DaemonUnavailable:
+                if path == self.socket_paths[-1]:
+                    raise
+                continue
+            self.socket_path = path
+            return client
+        raise DaemonUnavailable("no daemon to ask")  # no socket given: not reached from the command
 
     def close(self) -> None:
         if self._client is not None:

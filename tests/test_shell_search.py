@@ -312,3 +312,22 @@ def test_no_daemon_answers_nothing_and_says_why(tmp_path: Path) -> None:
         assert log.count("no results:") == 1  # said once, not at every key typed
     finally:
         b.stop()
+
+
+def test_a_user_without_a_daemon_is_answered_by_the_next_one(indexed: tuple[DaemonProcess, Path],
+                                                             tmp_path: Path) -> None:
+    """The sockets are tried in order (clients/ask.py daemon_sockets: the home's daemon, then the
+    system daemon for a user who has none): the first missing, the running daemon answers. The
+    system daemon's socket is a fixed path under /run: the test's daemon stands in for it."""
+    from deskdex.clients.shellsearch import Searcher
+
+    daemon, docs = indexed
+    missing = str(tmp_path / "none" / "deskdex.sock")
+    searcher = Searcher([missing, daemon.socket])
+    try:
+        hits = searcher.search(["tomato"])
+        assert len(hits) == 2 and searcher.socket_path == daemon.socket, hits
+    finally:
+        searcher.close()
+    nothing = Searcher([missing, str(tmp_path / "also-none.sock")])
+    assert nothing.search(["tomato"]) == []
