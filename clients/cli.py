@@ -326,6 +326,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "Windows, each running `deskdex daemon` at idle priority.")
     s.add_argument("action", choices=("install", "uninstall", "status"))
     s.add_argument("--no-start", action="store_true", help="install without starting it now")
+    s.add_argument("--system", action="store_true",
+                   help="as root, on Linux: `deskdex daemon --system` as a system service (every account), and the "
+                        "desktop's search box for every user (docs/desktop.md)")
+    s.add_argument("--prefix", default="/usr/local", metavar="DIR",
+                   help="with --system: the search box's files go under DIR/share (default /usr/local)")
+    s.add_argument("--root", default="/", metavar="DIR",
+                   help="with --system: write the files under DIR, as a package's staging folder, registering nothing")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=managing.cmd_service)
 

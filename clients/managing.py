@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
 from deskdex import settings
-from deskdex.errors import ConfigError, DaemonUnavailable, Interrupted
+from deskdex.errors import BadArgs, ConfigError, DaemonUnavailable, Interrupted
 from deskdex.paths import Home
 
 from .ask import ask_daemon, home_of
@@ -348,6 +348,27 @@ def cmd_service(args: argparse.Namespace) -> int:
     from . import service
 
     home = getattr(args, "home", None)
+    if args.system:
+        if home is not None:
+            raise BadArgs("--system serves every account from the system's folders: it takes no --home")
+        if args.action == "install":
+            written = service.install_system(args.root, args.prefix, start=not args.no_start)
+            print("installed the system service and the search box for every user:\n"
+                  + "".join(f"  {f.path}\n" for f in written), end="")
+        elif args.action == "uninstall":
+            removed = service.uninstall_system(args.root, args.prefix)
+            print(f"removed {removed[0].path} and the search box's files under {args.prefix}/share")
+        else:
+            files = service.system_files(args.root, args.prefix)
+            present = {f.path: os.path.exists(f.path) for f in files}
+            if args.json:
+                print_json(present)
+            else:
+                print("".join(f"{'installed' if there else 'missing'}: {path}\n" for path, there in present.items()),
+                      end="")
+        return 0
+    if args.root != "/" or args.prefix != service.SYSTEM_PREFIX:
+        raise BadArgs("--root and --prefix go with --system")
     if args.action == "install":
         unit = service.install(home, start=not args.no_start)
         print(f"installed {unit.kind} service: {unit.path}")

@@ -154,8 +154,8 @@ def _gnome_hint() -> None:
               "deskdex in the Activities search (docs/desktop.md, \"GNOME Shell\")", file=sys.stderr)
 
 
-def _write(unit: Unit, mode: int = 0o600) -> None:
-    os.makedirs(os.path.dirname(unit.path), mode=0o700, exist_ok=True)
+def _write(unit: Unit, mode: int = 0o600, folder_mode: int = 0o700) -> None:
+    os.makedirs(os.path.dirname(unit.path), mode=folder_mode, exist_ok=True)
     encoding = "utf-16" if unit.kind == "task" else "utf-8"  # schtasks wants what the XML declares
     fd = os.open(unit.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with open(fd, "w", encoding=encoding) as f:
@@ -163,18 +163,20 @@ def _write(unit: Unit, mode: int = 0o600) -> None:
     os.chmod(unit.path, mode)  # an older file keeps its mode through O_TRUNC
 
 
-def systemd_unreachable() -> str | None:
-    """None when ``systemctl --user`` reaches a user manager, else why not (systemctl's own words)."""
+def systemd_unreachable(user: bool = True) -> str | None:
+    """None when ``systemctl --user`` reaches a user manager (``user=False``: ``systemctl`` the
+    system's), else why not (systemctl's own words)."""
     if shutil.which("systemctl") is None:
         return "systemctl is not installed"
+    scope = ["--user"] if user else []
     try:
-        proc = subprocess.run(["systemctl", "--user", "show-environment"], capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(["systemctl", *scope, "show-environment"], capture_output=True, text=True, timeout=30)
     except subprocess.TimeoutExpired:
-        return "systemctl --user did not answer within 30 s"
+        return f"systemctl {' '.join(scope)} did not answer within 30 s".replace("  ", " ")
     if proc.returncode == 0:
         return None
-    return "no user systemd manager is reachable (" + ((proc.stderr or proc.stdout).strip() or
-                                                       f"systemctl exited {proc.returncode}") + ")"
+    return (f"no {'user' if user else 'system'} systemd manager is reachable ("
+            + ((proc.stderr or proc.stdout).strip() or f"systemctl exited {proc.returncode}") + ")")
 
 
 def uninstall() -> Unit:
@@ -245,3 +247,74 @@ def _run(argv: list[str], check: bool = True) -> str:
     if check and proc.returncode:
         raise ServiceError(f"{shlex.join(argv)} failed: {(proc.stderr or proc.stdout).strip()}")
     return proc.stdout.strip()
+
+
+# System scope (Linux): the enterprise daemon as a system service, and the search box for every
+# user's session. /usr/local by default: /usr belongs to the distribution's package manager, which
+# stages the same files with --root and --prefix /usr.
+SYSTEM_PREFIX = "/usr/local"
+SYSTEM_UNIT_DIR = "/etc/systemd/system"
+SYSTEM_TEMPLATE = "deskdex-system.service"
+
+
+def system_files(root: str = "/", prefix: str = SYSTEM_PREFIX) -> list[Unit]:
+    """The files ``install_system`` writes under ``root`` (a package's staging folder; "/" for this
+    machine): the unit running ``deskdex daemon --system``, then the search box's files under
+    ``prefix``/share, read by every user's session bus, GNOME Shell and KRunner."""
+    if kind_for() != "systemd":
+        raise ServiceError("--system installs a systemd system service: Linux only")
+
+    def under(path: str) -> str:
+        return os.path.join(root, os.path.abspath(path).lstrip("/"))
+
+    daemon = [*command(), "--system"]
+    text = _template("systemd", SYSTEM_TEMPLATE).replace("ExecStart=@EXEC@",
+                                                         "ExecStart=" + " ".join(map(_systemd_quote, daemon)))
+    return [Unit("systemd", under(os.path.join(SYSTEM_UNIT_DIR, SYSTEMD_UNIT)), text),
+            *desktop_files(data_home=under(os.path.join(prefix, "share")))]
+
+
+def install_system(root: str = "/", prefix: str = SYSTEM_PREFIX, start: bool = True) -> list[Unit]:
+    """Write the system files (``system_files``), readable by all; on this machine (``root`` "/"),
+    as root, also enable the service and (with ``start``) start it. Staged under another root,
+    nothing is registered: the package's own scripts do that."""
+    files = system_files(root, prefix)
+    here = os.path.abspath(root) == "/"
+    if here and os.geteuid() != 0:
+        raise ServiceError(f"service install --system writes {SYSTEM_UNIT_DIR} and {prefix}/share: run it as root "
+                           "(or stage the files for a package with --root DIR)")
+    for f in files:
+        _write(f, mode=0o644, folder_mode=0o755)
+    if not here:
+        return files
+    unreachable = systemd_unreachable(user=False)
+    if unreachable is None:
+        _run(["systemctl", "daemon-reload"])
+        _run(["systemctl", "enable", *(["--now"] if start else []), SYSTEMD_UNIT])
+    elif start:
+        raise ServiceError(f"wrote {files[0].path} but cannot start it: {unreachable}")
+    else:
+        print(f"deskdex: not enabled yet, {unreachable}. Where systemd runs: systemctl daemon-reload && "
+              f"systemctl enable --now {SYSTEMD_UNIT}", file=sys.stderr)
+    logger.info("installed %s", files[0].path)
+    return files
+
+
+def uninstall_system(root: str = "/", prefix: str = SYSTEM_PREFIX) -> list[Unit]:
+    """Stop and disable the system service (on this machine) and remove every file
+    ``install_system`` wrote. Not installed is not an error."""
+    files = system_files(root, prefix)
+    here = os.path.abspath(root) == "/"
+    if here and os.geteuid() != 0:
+        raise ServiceError("service uninstall --system removes system files: run it as root")
+    manager = here and systemd_unreachable(user=False) is None
+    if manager:
+        _run(["systemctl", "disable", "--now", SYSTEMD_UNIT], check=False)
+    for f in files:
+        try:
+            os.unlink(f.path)
+        except FileNotFoundError:
+            pass
+    if manager:
+        _run(["systemctl", "daemon-reload"], check=False)
+    return files

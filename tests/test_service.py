@@ -176,3 +176,42 @@ def test_on_battery_reads_sysfs(tmp_path):
     assert on_battery(str(desk)) is False
     assert on_battery(str(tmp_path / "none")) is False
     assert isinstance(on_battery(), bool)
+
+
+def test_system_scope_stages_every_file_readable_by_all(tmp_path):
+    """`service install --system --root DIR` (a package's staging folder): the system daemon's unit,
+    which systemd-analyze verifies where installed, and the search box for every user under
+    PREFIX/share, files 0644 in folders 0755 (read by every session bus and shell); `status` lists
+    them and `uninstall` removes them all. Staged, nothing is registered (no systemctl runs)."""
+    root = tmp_path / "stage"
+    args = ["--system", "--root", str(root), "--prefix", "/usr"]
+    p = subprocess.run([DESKDEX, "service", "install", *args], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    unit = root / "etc" / "systemd" / "system" / "deskdex.service"
+    share = root / "usr" / "share"
+    files = {unit, share / "dbus-1" / "services" / "org.deskdex.SearchProvider.service",
+             share / "gnome-shell" / "search-providers" / "deskdex-search-provider.ini",
+             share / "applications" / "deskdex-tray.desktop", share / "krunner" / "dbusplugins" / "deskdex-krunner.desktop"}
+    assert {p for p in root.rglob("*") if p.is_file()} == files
+    assert all(f.stat().st_mode & 0o777 == 0o644 for f in files)
+    assert all(d.stat().st_mode & 0o777 == 0o755 for d in root.rglob("*") if d.is_dir())
+    text = unit.read_text()
+    assert f"ExecStart={DESKDEX} daemon --system" in text.splitlines() and "WantedBy=multi-user.target" in text
+    assert "--home" not in (share / "dbus-1" / "services" / "org.deskdex.SearchProvider.service").read_text()
+    if shutil.which("systemd-analyze"):
+        verified = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
+        assert verified.returncode == 0 and "ignoring" not in verified.stderr, verified.stderr
+    if shutil.which("desktop-file-validate"):
+        desktop = [str(f) for f in files if f.suffix == ".desktop"]
+        checked = subprocess.run(["desktop-file-validate", *desktop], capture_output=True, text=True, timeout=60)
+        assert checked.returncode == 0 and not checked.stdout.strip(), checked.stdout
+    listed = json.loads(subprocess.run([DESKDEX, "service", "status", "--json", *args], capture_output=True,
+                                       text=True, check=True, timeout=60).stdout)
+    assert listed == {str(f): True for f in files}
+    subprocess.run([DESKDEX, "service", "uninstall", *args], check=True, capture_output=True, timeout=60)
+    assert not [p for p in root.rglob("*") if p.is_file()]
+    # --system alone decides where: a --home or a --root without it is refused in one line
+    for wrong in (["--system", "--home", str(tmp_path)], ["--root", str(root)]):
+        p = subprocess.run([DESKDEX, "service", "install", "--no-start", *wrong], capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode != 0 and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, p.stderr
