@@ -218,6 +218,10 @@ class _Walker:
 
 
 def _hidden(el: etree._Element) -> bool:
+    # A tab panel is hidden until its tab is clicked, but it is the text (a manual's command for
+    # each system, sphinx-tabs): only its tab shows first.
+    if el.get("role") == "tabpanel":
+        return False
     return el.get("hidden") is not None or el.get("aria-hidden") == "true" or el.get("role") == "navigation"
 
 

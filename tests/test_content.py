@@ -343,3 +343,24 @@ def test_fill_gaps_reads_a_lone_code_block_as_a_damaged_reading() -> None:
     tokens = PageTokens()
     tokens.paths = [(1, 2, 3), (1, 2, 4), (1, 2, 5), (1, 2, 6), (1, 2, 7)]
     assert content._fill_gaps(blocks, {3}, tokens, dom={0, 1, 2, 3, 4}) == {0, 1, 2, 3, 4}
+
+
+# sphinx-tabs (Flask's manual): one panel per system, all but the first ``hidden`` until its tab is
+# clicked; each is the text as much as the first. A hidden menu is still boilerplate.
+TABS = ('<div class="sphinx-tabs docutils container"><div aria-label="Tabbed content" role="tablist">'
+        '<button role="tab">Linux</button><button role="tab">macOS</button><button role="tab">Windows</button></div>'
+        '<div class="sphinx-tabs-panel" role="tabpanel"><pre>$ netstat -nlp | grep 5000</pre></div>'
+        '<div class="sphinx-tabs-panel" hidden="true" role="tabpanel"><pre>$ lsof -P -i :5000</pre></div>'
+        '<div class="sphinx-tabs-panel" hidden="true" role="tabpanel"><pre>&gt; netstat -ano | findstr 5000</pre>'
+        '</div></div>')
+HIDDEN_MENU = '<ul hidden="true"><li><a href="/m1">Mobile menu home</a></li><li><a href="/m2">Mobile menu news</a></li></ul>'
+
+
+@pytest.mark.parametrize("method", ("trafilatura", "dom"))
+def test_hidden_tab_panels_are_text_and_a_hidden_menu_is_not(method: str) -> None:
+    article = f"<h1>Development server</h1><p>{PROSE}</p>{TABS}<p>{PROSE}</p><p>{PROSE}</p>"
+    doc = from_text(page(article, HIDDEN_MENU), "file:///t.html", "text/html", main_content=method)
+    lines = main_text(doc).splitlines()
+    for command in ("$ netstat -nlp | grep 5000", "$ lsof -P -i :5000", "> netstat -ano | findstr 5000"):
+        assert command in lines, (method, command)
+    assert "Mobile menu home" in [b.text for b in doc.blocks if b.boilerplate]
