@@ -140,8 +140,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{src} ({len(next(iter(fs.values())))}): " + " ".join(f"{sum(v) / len(v):.2f}" for v in fs.values())
                 for src, fs in sorted(by_source.items())) + f"  [{', '.join(methods)}]")
     if args.part == "both" and args.limit is None:
+        # A run of some sets replaces their figures only: the others' stay as last measured.
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=1) + "\n")
+        figures = json.loads(args.out.read_text()) if args.out.exists() else {}
+        args.out.write_text(json.dumps({**figures, **results}, indent=1) + "\n")
         print(f"\nwritten to {args.out}")
     return 0
 
