@@ -70,7 +70,7 @@ def _without_daemon(args: dict[str, Any]) -> Any:
         with Collection.open(home.data_dir) as coll:
             return search(coll, " ".join(args["query"]), limit=args["limit"], offset=args["offset"],
                           sort=args["sort"], snippets=not args["paths"], collapse=not args["all"],
-                          similar=args["similar"])
+                          similar=args["similar"], words=args["words"])
     except DeskdexError:
         return None
 
@@ -97,7 +97,8 @@ def _through_daemon(args: dict[str, Any]) -> int | None:
         return None
     try:
         results = call(path, "search", query=" ".join(args["query"]), limit=args["limit"], offset=args["offset"],
-                       sort=args["sort"], all=args["all"], snippets=not args["paths"], similar=args["similar"])
+                       sort=args["sort"], all=args["all"], snippets=not args["paths"], similar=args["similar"],
+                       words=args["words"])
     except DaemonUnavailable:
         results = _without_daemon(args)
         if results is None:

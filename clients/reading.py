@@ -52,7 +52,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     query = " ".join(args.query)
     snippets = not (args.paths or args.open)
     results = found(home_given(args), query, limit=limit, offset=args.offset, sort=args.sort, all=args.all,
-                    snippets=snippets, similar=args.similar)
+                    snippets=snippets, similar=args.similar, words=args.words)
     if args.open:
         hits = results["hits"]
         if args.open > len(hits):
@@ -64,11 +64,11 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def found(chosen: str | None, query: str, *, limit: int = 10, offset: int = 0, sort: str = "relevance",
-          all: bool = False, snippets: bool = True, similar: str | None = None) -> SearchResults:
+          all: bool = False, snippets: bool = True, similar: str | None = None, words: bool = False) -> SearchResults:
     """A search as ``deskdex search`` answers it (and the Python API, clients/api.py): the daemon's
     answer when one runs for the home, else the home's index and shards read directly."""
     results: SearchResults | None = ask(chosen, "search", query=query, limit=limit, offset=offset, sort=sort,
-                                        all=all, snippets=snippets, similar=similar)
+                                        all=all, snippets=snippets, similar=similar, words=words)
     if results is not None:
         return results
     from contextlib import ExitStack
@@ -81,7 +81,7 @@ def found(chosen: str | None, query: str, *, limit: int = 10, offset: int = 0, s
         colls = [stack.enter_context(Collection.open(cfg.home.data_dir)),
                  *open_shards(stack, cfg.settings.shards, cfg.settings.token, cfg.settings.tls_ca)]
         return search_shards(colls, query, limit=limit, offset=offset, sort=sort, snippets=snippets,
-                             collapse=not all, similar=similar)
+                             collapse=not all, similar=similar, words=words)
 
 
 def _target(hit: SearchHit) -> str:

@@ -59,6 +59,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--all", "flag", False, "show every copy too (default: the best-matching of each group of copies)"),
     Option("--similar", "str", None, "list every document of the cluster of this hit's URI (its copies and "
            "similar documents), ranked by the words, which may then be left out", metavar="URI"),
+    Option("--words", "flag", False, "by the words alone: not by meaning too (with the setting meaning on)"),
     Option("--json", "flag", False, "print {total, hits: [...]} as JSON", group="output"),
     Option("--paths", "flag", False, "print the paths of the files found, one a line: exact for another program, "
            "made safe to read on a terminal", group="output"),

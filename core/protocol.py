@@ -223,6 +223,8 @@ OPS: dict[str, Op] = {op.name: op for op in (
                                  "the query, which may then be empty; none collapsed", nullable=True),
        Arg("facets", bool, False, "also count the first 1,000 matches by type, language, folder and year, each "
                                   "value with the filter that narrows the query to it"),
+       Arg("words", bool, False, "by the words alone: not fused with the documents nearest in meaning (the "
+                                 "setting meaning; docs/search.md, \"Meaning\")"),
        public=True),
     Op("document", "One indexed document: {uri, path, title, mime, size, mtime, lang, pages, source, cluster, "
                    "duplicates, similar, blocks: [{kind, level, text, page, boilerplate, marks}], marks, truncated}; "

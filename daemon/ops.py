@@ -129,7 +129,8 @@ class Ops:
             shards = open_shards(stack, s.shards, s.token, s.tls_ca, self._served)
             results = search_shards([reader, *shards], a["query"], limit=a["limit"], offset=a["offset"],
                                     sort=a["sort"], collapse=not a["all"], reader=reader_uid,
-                                    snippets=a["snippets"], similar=a["similar"], facets=a["facets"])
+                                    snippets=a["snippets"], similar=a["similar"], facets=a["facets"],
+                                    words=a["words"])
             indexing = self._indexing(reader, req.peer)
         if indexing is not None:
             results["indexing"] = indexing

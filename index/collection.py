@@ -28,7 +28,7 @@ import tantivy
 from deskdex.converters import PARTIAL, Document, compound_extension, extension
 from deskdex.errors import IndexMissing, StoreError, StoreUnwritable
 
-from . import fulltext
+from . import fulltext, meaning
 from .checksums import bytes_checksum, text_checksum
 from .clustering import ClusterUpkeep
 from .retries import Retries
@@ -68,6 +68,7 @@ class Collection:
         self._dirty = 0
         self.guard = WriteGuard()  # a failed write, until recover()
         self._opened = False  # _open() went through
+        self.meaning: meaning.Model | None = None  # with it, every stored text's passages are embedded
         if writable:
             with translated(data_dir):
                 os.makedirs(data_dir, mode=0o700, exist_ok=True)
@@ -135,9 +136,19 @@ class Collection:
 
     @classmethod
     def from_settings(cls, cfg: Config, writable: bool = False, unwritable_ok: bool = False) -> Collection:
-        """The collection of ``cfg``'s home, with its duplicate thresholds."""
-        return cls(cfg.home.data_dir, writable, dup_k=cfg.settings.dup_k,
+        """The collection of ``cfg``'s home, with its duplicate thresholds; a writer embeds passages
+        with the setting ``meaning`` on (index/meaning.py), and drops every vector with it off."""
+        # Loaded first: a model file that is missing or damaged is one clear error at start.
+        model = meaning.model() if writable and cfg.settings.meaning else None
+        coll = cls(cfg.home.data_dir, writable, dup_k=cfg.settings.dup_k,
                    dup_min_similarity=cfg.settings.dup_min_similarity, unwritable_ok=unwritable_ok)
+        if writable and not coll.failed:
+            if model is not None:
+                meaning.create(coll.catalog.db)
+            else:
+                meaning.drop_all(coll.catalog.db)
+            coll.meaning = model
+        return coll
 
     @property
     def index(self) -> tantivy.Index:
@@ -302,6 +313,9 @@ class Collection:
         row.cluster = self._clusters.carried(cluster, members)
         if row.cluster != written:  # put() wrote the row with ``written``: the same needs no UPDATE
             self.catalog.set_cluster(doc_id, row.cluster)
+        if self.meaning is not None and doc is not None and row.status == "ok" and row.blob:
+            meaning.store(self.catalog.db, self.meaning, row.blob, doc.body_text(), row.title or "",
+                          os.path.basename(row.path or row.uri))
         self._index(row, doc)
         self._clusters.recluster(changed | {doc_id}, {old} if old is not None else set(), skip=doc_id,
                         known={doc_id: cluster}, members=members)

@@ -15,6 +15,7 @@ import tantivy
 from deskdex.errors import BadArgs, QueryError
 from deskdex.protocol import MAX_LIMIT
 
+from . import meaning
 from . import query as query_language
 from .query import WordStats
 from .access import EVERYONE
@@ -56,7 +57,8 @@ def parse(index: tantivy.Index, query: str, readable: ReadableClusters | None = 
 
 def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snippets: bool = True,
            sort: str = "relevance", collapse: bool = True, reader: int | None = None,
-           similar: str | None = None, stats: WordStats | None = None, facets: bool = False) -> SearchResults:
+           similar: str | None = None, stats: WordStats | None = None, facets: bool = False,
+           words: bool = False) -> SearchResults:
     """Ranked hits; with ``collapse`` one per group of copies (index/readable.py: the same text
     in the same format, or near-copies of one format and language), where its best hit ranks,
     each saying how many copies it stands for (``duplicates``) and how many other documents of
@@ -76,7 +78,10 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
     with word statistics of the hits shown.
 
     ``facets``: the answer gains ``facets``, the first matches counted by type, language, folder
-    and year (index/facets.py), found by a search of their own: a search without them costs nothing more."""
+    and year (index/facets.py), found by a search of their own: a search without them costs nothing more.
+
+    ``words``: by the words alone. Otherwise a plain query of words, ranked by relevance for root's
+    view, is fused with the documents nearest in meaning when the index holds vectors (index/meaning.py)."""
     if sort not in SORTS:
         raise QueryError(f"cannot sort by {sort!r}: use one of {', '.join(SORTS)}")
     if not (0 < limit <= MAX_LIMIT and 0 <= offset <= MAX_LIMIT):  # the protocol's bounds, for every caller
@@ -105,13 +110,17 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
         window = (offset + limit) * 3 + 20
         while True:
             result = searcher.search(q, window, count=True, order_by_field=SORTS[sort])
-            picked = _collapse(searcher, result.hits, sort, view)
+            hits, added = result.hits, 0
+            if not words and sort == "relevance" and similar is None and meaning.plain_words(query):
+                hits, added = meaning.fuse(coll.catalog.path, coll.catalog.db, searcher, coll.index.schema,
+                                           query, hits)
+            picked = _collapse(searcher, hits, sort, view)
             if len(picked) >= offset + limit or len(result.hits) < window or window >= MAX_WINDOW:
                 break
             # Many duplicates among the first hits: look further, but not through the whole index
             # (each hit looked at is a document read).
             window = min(window * 4, MAX_WINDOW)
-        total = result.count or 0  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
+        total = (result.count or 0) + added  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
         out = _results(coll, searcher, query, picked[offset:offset + limit], total, sort, snippets, view)
     if facets:
         out["facets"] = _facet_counts(searcher, q, sort, readable).answer()

@@ -104,7 +104,7 @@ def shard_search(coll: Collection, query: str, need: int, sort: str, collapse: b
     from .search import parse
 
     res = search(coll, query, limit=need, offset=0, snippets=False, sort=sort, collapse=collapse, reader=reader,
-                 stats=stats)
+                 stats=stats, words=True)
     trees: list[dict[str, Any] | None] = []
     if sort == "relevance" and reader is None and res["hits"]:
         searcher = coll.index.searcher()
@@ -242,14 +242,16 @@ def _key(hit: SearchHit, sort: str) -> tuple[Any, ...]:
 
 def search_shards(shards: Sequence[Collection | RemoteShard], query: str, limit: int = 10, offset: int = 0,
                   snippets: bool = True, sort: str = "relevance", collapse: bool = True,
-                  reader: int | None = None, similar: str | None = None, facets: bool = False) -> SearchResults:
+                  reader: int | None = None, similar: str | None = None, facets: bool = False,
+                  words: bool = False) -> SearchResults:
     """index.search over every shard of ``shards`` as one (see the module's docstring). The first
-    is this home's collection."""
+    is this home's collection. Meaning (``words`` False) is fused in a search of one index only: the
+    shards' scores are re-weighed from the words' statistics, which meaning has none of."""
     first = shards[0]
     assert isinstance(first, Collection)
     if len(shards) == 1:
         return search(first, query, limit=limit, offset=offset, snippets=snippets, sort=sort,
-                      collapse=collapse, reader=reader, similar=similar, facets=facets)
+                      collapse=collapse, reader=reader, similar=similar, facets=facets, words=words)
     local = [c for c in shards if isinstance(c, Collection)]
     if similar is not None:
         # A cluster lives in one shard: the one whose catalog holds the hit (of those on this machine).

@@ -1,0 +1,269 @@
+"""Documents found by meaning as well as by their words (docs/search.md, "Meaning").
+
+Passages of each stored text (windows of ``PASSAGE_WORDS`` words, and the title with the file's name
+as one more) are embedded with the static token vectors the ``wordllama`` wheel ships: a passage's
+vector is the average of its tokens' vectors, normalised. Nothing is downloaded: the weights and the
+tokenizer file are read from the installed wheel by path (its own loader looks for the tokenizer in
+another folder, then fetches it from the network).
+
+Vectors are kept in the catalog, one row per stored text (``meaning``, keyed like ``texts`` by the
+text's checksum, so copies share one), each passage as 256 signed bytes (the unit vector times 127):
+a quarter of float32, and a search's cosine, a matrix product, is unchanged to within 1 %. A search
+takes the documents whose best passage is nearest to the query and fuses that ranking with the words'
+by reciprocal rank (``fuse``). Only plain queries of words are fused: a filter (``ext:``, ``after:``)
+or an operator asks for what the words say, which meaning cannot honour.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+from deskdex.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import tantivy
+
+__all__ = ["Model", "MeaningVectors", "drop_all", "fuse", "model", "plain_words"]
+
+PASSAGE_WORDS = 150
+# Passages of one text at most: the first ones. A long text's beginning says what it is about,
+# and the store must stay small (docs/search.md, "Meaning": sizes measured).
+MAX_PASSAGES = 8
+DIM = 256
+SCALE = 127.0
+CANDIDATES = 100  # documents by meaning fused with the words' ranking
+RRF_K = 60
+# The meaning ranking counts for less than the words': an exact word stays first (benchmarks/meaning_search.py).
+MEANING_WEIGHT = 0.5
+# Least cosine of a query and a document's best passage for the document to count as near: unrelated
+# texts score about 0 to 0.15 with this model, a text on the query's subject 0.25 and more.
+MIN_SIMILARITY = 0.2
+_CHUNK = 8192  # rows turned into float32 at a time during a search: the matrix stays int8 in memory
+
+TABLE = "CREATE TABLE IF NOT EXISTS meaning(blob TEXT PRIMARY KEY, vecs BLOB NOT NULL)"
+_PLAIN = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*")
+_OPERATORS = {"AND", "OR", "NOT"}
+
+
+def _files() -> tuple[str, str]:
+    """The weights and tokenizer files inside the installed wordllama wheel."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("meaning = true needs the wordllama package: pip install 'wordllama>=0.4.0.post1'")
+    base = list(spec.submodule_search_locations)[0]
+    return (os.path.join(base, "weights", "l2_supercat_256.safetensors"),
+            os.path.join(base, "tokenizers", "l2_supercat_tokenizer_config.json"))
+
+
+class Model:
+    """The token vectors and tokenizer; ``embed`` gives unit vectors. Thread-safe."""
+
+    def __init__(self, weights: str, tokenizer: str) -> None:
+        import numpy as np
+        from safetensors import SafetensorError, safe_open
+        from tokenizers import Tokenizer
+
+        for path in (weights, tokenizer):
+            if not os.path.isfile(path):
+                raise ConfigError(f"meaning = true: the model file {path} is missing: reinstall wordllama")
+        try:
+            with safe_open(weights, framework="np") as f:
+                table = f.get_tensor("embedding.weight")
+        except (SafetensorError, OSError, KeyError, ValueError) as exc:
+            raise ConfigError(f"meaning = true: cannot read the model file {weights}: {exc}") from None
+        if table.ndim != 2 or table.shape[1] < DIM:
+            raise ConfigError(f"meaning = true: the model file {weights} holds a {table.shape} table, "
+                              f"not token vectors of {DIM} dimensions")
+        try:
+            self._tok = Tokenizer.from_file(tokenizer)
+        except Exception as exc:  # the tokenizers library raises a bare Exception for a bad file
+            raise ConfigError(f"meaning = true: cannot read the tokenizer file {tokenizer}: {exc}") from None
+        self._tok.no_padding()
+        self._tok.no_truncation()
+        self._table: np.ndarray[Any, Any] = np.ascontiguousarray(table[:, :DIM], dtype=np.float16)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
+        """Unit vectors (float32, one row per text); a text with no tokens gives zeros."""
+        import numpy as np
+
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        if not texts:
+            return out
+        ids = [e.ids for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
+        lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
+        flat = np.fromiter((t for i in ids for t in i), dtype=np.int64, count=int(lengths.sum()))
+        if not flat.size:
+            return out
+        np.clip(flat, 0, self._table.shape[0] - 1, out=flat)
+        vectors = self._table[flat].astype(np.float32)
+        nonempty = lengths > 0
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
+        sums = np.add.reduceat(vectors, starts, axis=0)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        out[nonempty] = sums / np.maximum(norms, 1e-9)
+        return out
+
+
+_model: Model | None = None
+_model_lock = threading.Lock()
+
+
+def model() -> Model:
+    """The wheel's model, loaded once per process (a ConfigError names the file that is wrong)."""
+    global _model
+    with _model_lock:
+        if _model is None:
+            _model = Model(*_files())
+        return _model
+
+
+def passages(text: str, title: str, name: str) -> list[str]:
+    """What one text is embedded as: its title and name, then its first passages of words."""
+    words = text.split()
+    out = [f"{title} {name}".strip()]
+    for i in range(0, min(len(words), PASSAGE_WORDS * MAX_PASSAGES), PASSAGE_WORDS):
+        out.append(" ".join(words[i:i + PASSAGE_WORDS]))
+    return [p for p in out if p]
+
+
+def store(db: sqlite3.Connection, m: Model, blob: str, text: str, title: str, name: str) -> None:
+    """Embed a stored text's passages, once per text (copies share them)."""
+    import numpy as np
+
+    if db.execute("SELECT 1 FROM meaning WHERE blob=?", (blob,)).fetchone():
+        return
+    parts = passages(text, title, name)
+    if not parts:
+        return
+    codes = np.rint(m.embed(parts) * SCALE).astype(np.int8)
+    db.execute("INSERT INTO meaning(blob, vecs) VALUES(?,?)", (blob, codes.tobytes()))
+
+
+def create(db: sqlite3.Connection) -> None:
+    db.execute(TABLE)
+
+
+def _has_table(db: sqlite3.Connection) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meaning'").fetchone() is not None
+
+
+def drop_all(db: sqlite3.Connection) -> None:
+    """meaning = false: no vectors are kept (those of an earlier run with it on are dropped)."""
+    if _has_table(db):
+        db.execute("DROP TABLE meaning")
+
+
+def plain_words(query: str) -> bool:
+    """A query of words alone: no field, filter, phrase, wildcard or operator."""
+    tokens = query.split()
+    return bool(tokens) and all(_PLAIN.fullmatch(t.strip(",;?!")) is not None and t not in _OPERATORS
+                                for t in tokens)
+
+
+@dataclass
+class _Loaded:
+    key: tuple[int, int]
+    blobs: list[str]
+    starts: Any  # np.ndarray: the first row of each text's passages
+    rows: Any  # np.ndarray int8 (passages, DIM)
+
+
+class MeaningVectors:
+    """The catalog's vectors, held in memory as one int8 matrix and read again when the table changed."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, _Loaded] = {}
+        self._lock = threading.Lock()
+
+    def _load(self, path: str, db: sqlite3.Connection) -> _Loaded | None:
+        import numpy as np
+
+        if not _has_table(db):  # meaning is off for this index
+            return None
+        count, last = db.execute("SELECT count(*), coalesce(max(rowid), 0) FROM meaning").fetchone()
+        key = (int(count), int(last))
+        with self._lock:
+            have = self._loaded.get(path)
+            if have is not None and have.key == key:
+                return have
+            blobs: list[str] = []
+            chunks: list[bytes] = []
+            counts: list[int] = []
+            for blob, vecs in db.execute("SELECT blob, vecs FROM meaning"):
+                blobs.append(blob)
+                chunks.append(vecs)
+                counts.append(len(vecs) // DIM)
+            if not blobs:
+                self._loaded.pop(path, None)
+                return None
+            rows = np.frombuffer(b"".join(chunks), dtype=np.int8).reshape(-1, DIM)
+            starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+            loaded = self._loaded[path] = _Loaded(key, blobs, starts, rows)
+            return loaded
+
+    def nearest(self, path: str, db: sqlite3.Connection, query: str, limit: int = CANDIDATES) -> list[str]:
+        """The stored texts (their blobs) whose best passage is nearest ``query``, nearest first."""
+        import numpy as np
+
+        loaded = self._load(path, db)
+        if loaded is None:
+            return []
+        q = model().embed([query])[0]
+        if not q.any():
+            return []
+        scores = np.empty(len(loaded.rows), dtype=np.float32)
+        for i in range(0, len(loaded.rows), _CHUNK):
+            scores[i:i + _CHUNK] = loaded.rows[i:i + _CHUNK].astype(np.float32) @ q
+        best = np.maximum.reduceat(scores, loaded.starts)
+        n = min(limit, len(best))
+        top = np.argpartition(-best, n - 1)[:n]
+        top = top[np.argsort(-best[top], kind="stable")]
+        return [loaded.blobs[i] for i in top if best[i] >= MIN_SIMILARITY * SCALE]
+
+
+VECTORS = MeaningVectors()
+
+
+def fuse(path: str, db: sqlite3.Connection, searcher: tantivy.Searcher, schema: tantivy.Schema, query: str,
+         hits: list[Any]) -> tuple[list[Any], int]:
+    """``hits`` (score, address) of the words, fused by reciprocal rank with the documents nearest in
+    meaning; and how many of these the words had not found. Scores are the fused ones."""
+    import tantivy
+
+    blobs = VECTORS.nearest(path, db, query)
+    if not blobs:
+        return hits, 0
+    rank_of = {b: r for r, b in enumerate(blobs)}
+    marks = ",".join("?" * len(blobs))
+    uris = {uri: blob for uri, blob in db.execute(
+        f"SELECT uri, blob FROM docs WHERE status='ok' AND blob IN ({marks})", blobs)}
+    if not uris:
+        return hits, 0
+    found = searcher.search(tantivy.Query.term_set_query(schema, "uri", list(uris)), len(uris)).hits
+    by_address: dict[tuple[int, int], float] = {}
+    addresses: dict[tuple[int, int], Any] = {}
+    for r, (_, a) in enumerate(hits):
+        k = (a.segment_ord, a.doc)
+        by_address[k] = by_address.get(k, 0.0) + 1.0 / (RRF_K + r + 1)
+        addresses[k] = a
+    added = 0
+    for _, a in found:
+        k = (a.segment_ord, a.doc)
+        uri = searcher.doc(a).get_first("uri")
+        blob = uris.get(str(uri))
+        if blob is None:
+            continue
+        if k not in addresses:
+            addresses[k] = a
+            added += 1
+        by_address[k] = by_address.get(k, 0.0) + MEANING_WEIGHT / (RRF_K + rank_of[blob] + 1)
+    ordered = sorted(by_address.items(), key=lambda kv: -kv[1])
+    return [(score, addresses[k]) for k, score in ordered], added
