@@ -171,7 +171,7 @@ def _source(name: str) -> str:
     """The manual a page comes from (``sphinx/MANUAL/...``), the generator of an own page
     (``own/GENERATOR/...``), or its set."""
     parts = name.split("/")
-    return parts[1] if parts[0] in ("sphinx", "own", "own2") and len(parts) > 2 else parts[0]
+    return parts[1] if parts[0] in ("sphinx", "own", "own2", "own3") and len(parts) > 2 else parts[0]
 
 
 if __name__ == "__main__":

@@ -232,6 +232,31 @@ def pages2():
     return out
 
 
+OWN3_SEED = 2032  # own3 (benchmarks/labels3): issue 32, drawn before any change of that issue was measured on them
+
+
+def pages3():
+    """own3: handbook pages of the three languages no earlier set drew (zh-CN, ko-KR, ar-MA), two
+    each, and the four talon mails no earlier set took."""
+    seen = {
+        (CORPUS / lab.read_text().partition("\n")[0][2:].rpartition(" (")[0])
+        for d in ("labels", "labels2")
+        for lab in (Path(__file__).parent.parent / d).glob("*.txt")
+    }
+    rng = random.Random(OWN3_SEED)
+    out = []
+    for lang in ("zh-CN", "ko-KR", "ar-MA"):
+        paths = sorted(p for p in (CORPUS / f"deb/debian-handbook/{lang}").glob("sect.*.html") if p not in seen)
+        rng.shuffle(paths)
+        out += [("debian-handbook", p) for p in [p for p in paths if 1500 <= len(dump(str(p))) <= 8000][:2]]
+    out += [
+        ("mail", CORPUS / f"pypi/talon/tests/fixtures/html_replies/{n}.html")
+        for n in ("mail_ru", "yandex_ru", "ms_outlook_2003", "ms_outlook_2007")
+    ]
+    assert not seen & {p for _, p in out}
+    return out
+
+
 def draft(gen, path):
     data = path.read_bytes()
     m = re.search(rb'charset\s*=\s*["\']?([A-Za-z0-9_.:-]+)', data[:4096])
@@ -247,10 +272,10 @@ def draft(gen, path):
 
 
 if __name__ == "__main__":
-    # draft.py OUT [own2]
+    # draft.py OUT [own2|own3]
     OUT.mkdir(parents=True, exist_ok=True)
     for n, (gen, path) in enumerate(
-        pages2() if sys.argv[2:] == ["own2"] else pages(), 1
+        {"own2": pages2, "own3": pages3}.get(sys.argv[2] if sys.argv[2:] else "", pages)(), 1
     ):
         rel = path.relative_to(CORPUS)
         (OUT / f"{n:03d}.txt").write_text(f"# {rel} ({gen})\n" + draft(gen, path))
