@@ -1,0 +1,181 @@
+"""Meaning search (issue 32; docs/search.md, "Meaning"): real files indexed by the installed ``deskdex``
+command with the setting ``meaning`` on, the real model of the wordllama wheel, a real catalog and
+tantivy index, and a real daemon answering the protocol's ``words`` argument.
+
+Stands in for something: a socket guard (``socket.connect`` and name lookups that fail the test)
+stands in for a machine without a network, and a copy of the wordllama package with a damaged or
+missing weights file, first on PYTHONPATH, for a damaged install."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import CLI, DESKDEX, ROOT
+from .daemon_fixture import DaemonProcess
+
+DOCS = {
+    "soup.txt": "Tomato soup\n\nChop two onions and three cloves of garlic, soften them in olive oil, add a kilo of "
+                "ripe tomatoes, a pinch of salt and some basil. Simmer for twenty minutes, blend until smooth "
+                "and serve hot with bread.\n",
+    "car.txt": "Brake pads replaced on the Golf\n\nThe front brake pads were worn down to two millimetres. Jacked "
+               "up the front axle, removed the wheels and the caliper bolts, pushed the piston back and fitted "
+               "new pads. Torque the bolts to 27 Nm. The mechanic also topped up the brake fluid.\n",
+    "tax.txt": "Income tax assessment 2025\n\nDear taxpayer, the revenue office has assessed your income for the "
+               "year. The refund of 412 euros will be transferred to your bank account. Deductions for work "
+               "equipment were accepted. You may file an objection within one month.\n",
+    "garden.txt": "Garden plan\n\nPlant the roses along the south fence, the lavender near the path, and prune "
+                  "the apple tree in February. Water the seedlings every morning.\n",
+    # Holds the words of the exact-word query below, and nothing of its meaning.
+    "dinner.txt": "Minutes of the club meeting\n\nThe cooking rota was agreed. Dinner tickets go on sale "
+                  "in March; the treasurer reported the accounts.\n",
+}
+
+# Fails the process on any attempt to reach the network: connect() on an internet socket, or a
+# name lookup. Unix sockets (the daemon's) stay allowed.
+GUARD = """
+import socket, sys
+def _refuse(*a, **k):
+    sys.stderr.write("NETWORK TOUCHED: %r\\n" % (a,))
+    sys.exit(97)
+_connect = socket.socket.connect
+def _connect_guard(self, address):
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        _refuse(address)
+    return _connect(self, address)
+socket.socket.connect = _connect_guard
+socket.socket.connect_ex = _connect_guard
+socket.getaddrinfo = _refuse
+socket.create_connection = _refuse
+"""
+
+
+def names(results: dict) -> list[str]:
+    return [os.path.basename(h["path"]) for h in results["hits"]]
+
+
+def write_docs(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in DOCS.items():
+        (folder / name).write_text(text)
+    return folder
+
+
+def configure(home: Path, text: str) -> None:
+    (home / "config").mkdir(parents=True, exist_ok=True)
+    (home / "config" / "config.toml").write_text(text)
+
+
+def run_guarded(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The installed ``deskdex`` script run under the socket guard."""
+    code = GUARD + f"import runpy; sys.argv = {[DESKDEX, *args]!r}; runpy.run_path({DESKDEX!r}, run_name='__main__')"
+    env = dict(os.environ, DESKDEX_HOME=str(home), NO_COLOR="1")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> CLI:
+    """One home, its folder indexed with meaning on, by the installed command under the socket guard:
+    loading the model and embedding touch no network."""
+    base = tmp_path_factory.mktemp("meaning")
+    docs = write_docs(base / "docs")
+    home = base / "home"
+    configure(home, "meaning = true\n")
+    p = run_guarded(home, "index", str(docs))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "NETWORK TOUCHED" not in p.stderr
+    return CLI(home)
+
+
+def test_a_query_by_meaning_finds_the_document_without_its_words(indexed: CLI):
+    assert names(indexed.json("search", "cooking", "supper"))[:1] == ["soup.txt"]
+    assert names(indexed.json("search", "vehicle", "maintenance"))[:1] == ["car.txt"]
+    # --words: by the words alone, which no document holds.
+    assert indexed.json("search", "cooking", "supper", "--words")["hits"] == []
+
+
+def test_an_exact_word_query_keeps_the_document_with_the_words_first(indexed: CLI):
+    # dinner.txt holds both words; soup.txt is nearer in meaning but holds neither.
+    res = indexed.json("search", "cooking", "dinner")
+    assert names(res)[0] == "dinner.txt"
+    assert "soup.txt" in names(res)  # found by meaning too, below it
+    assert names(indexed.json("search", "brake"))[0] == "car.txt"
+
+
+def test_a_query_with_a_filter_is_not_fused(indexed: CLI):
+    # A filter asks for what the words say: meaning adds nothing that does not match them.
+    assert indexed.json("search", "cooking", "supper", "ext:txt")["hits"] == []
+
+
+def test_vectors_are_stored_once_per_text_and_dropped_when_the_setting_is_off(indexed: CLI, tmp_path: Path):
+    catalog = indexed.home / "data" / "catalog.sqlite"
+    with sqlite3.connect(catalog) as db:
+        rows = db.execute("SELECT count(*), min(length(vecs)) FROM meaning").fetchone()
+    assert rows[0] == len(DOCS) and rows[1] >= 2 * 256  # the title and name, and the text
+
+    # The same files in another home with the setting off (its default): no vectors at all.
+    off = tmp_path / "off"
+    CLI(off).run("index", str(write_docs(tmp_path / "docs")))
+    with sqlite3.connect(off / "data" / "catalog.sqlite") as db:
+        assert db.execute("SELECT name FROM sqlite_master WHERE name='meaning'").fetchone() is None
+    assert CLI(off).json("search", "cooking", "supper")["hits"] == []
+
+    # Turned off for an index that has vectors: the next writer drops them.
+    was_on = tmp_path / "was_on"
+    shutil.copytree(indexed.home / "data", was_on / "data")
+    configure(was_on, "meaning = false\n")
+    CLI(was_on).run("index", str(tmp_path / "docs"))
+    with sqlite3.connect(was_on / "data" / "catalog.sqlite") as db:
+        assert db.execute("SELECT name FROM sqlite_master WHERE name='meaning'").fetchone() is None
+
+
+def test_the_socket_guard_catches_a_connection():
+    # What makes the fixture's "no network" check able to fail: a connection attempt ends the process.
+    code = GUARD + "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9', timeout=2)"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 97 and "NETWORK TOUCHED" in p.stderr
+
+
+def test_the_daemon_answers_words_and_meaning(indexed: CLI, tmp_path: Path):
+    home = tmp_path / "dhome"
+    shutil.copytree(indexed.home / "data", home / "data")
+    docs = tmp_path / "docs"
+    write_docs(docs)
+    d = DaemonProcess(home, [docs], extra_config="meaning = true\n").start()
+    try:
+        assert names(d.call("search", query="cooking supper"))[:1] == ["soup.txt"]
+        assert d.call("search", query="cooking supper", words=True)["hits"] == []
+    finally:
+        d.stop()
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "missing"])
+def test_a_damaged_model_is_one_clear_error_at_start(tmp_path: Path, damage: str):
+    import wordllama
+
+    real = Path(wordllama.__file__).parent
+    fake = tmp_path / "site" / "wordllama"
+    (fake / "weights").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    shutil.copytree(real / "tokenizers", fake / "tokenizers")
+    weights = fake / "weights" / "l2_supercat_256.safetensors"
+    if damage == "corrupt":
+        data = (real / "weights" / "l2_supercat_256.safetensors").read_bytes()
+        weights.write_bytes(data[:4096])  # cut short, as a disk that filled up leaves it
+    home = tmp_path / "home"
+    configure(home, "meaning = true\n")
+    docs = write_docs(tmp_path / "docs")
+    env = dict(os.environ, DESKDEX_HOME=str(home), NO_COLOR="1", PYTHONPATH=str(tmp_path / "site"))
+    p = subprocess.run([DESKDEX, "index", str(docs)], capture_output=True, text=True, env=env, timeout=60, cwd=ROOT)
+    assert p.returncode != 0
+    assert "Traceback" not in p.stderr and str(weights) in p.stderr
+    assert ("missing" if damage == "missing" else "cannot read") in p.stderr
+    assert not (home / "data" / "catalog.sqlite").exists() or json.loads(
+        CLI(home).run("status", "--json").stdout)["documents"] == 0
