@@ -1,0 +1,194 @@
+"""Meaning search (issue 32; docs/search.md, "Meaning"): what it gives and what it costs.
+
+    nice -n 10 .venv/bin/python benchmarks/meaning_search.py [--home /tmp/ranking_home] \
+        [--corpus /tmp/corpora/mixed] [--work /tmp/meaning_bench] [--parts quality,notes] [--notes 10000]
+
+quality: --home is a home holding the corpus indexed by the words (benchmarks/ranking_mrr.py makes one);
+it is copied to WORK/corpus_home and every stored text of the copy gets its vectors (no file is
+converted again: the cost of embedding alone, timed in CPU seconds). Then every query of
+benchmarks/meaning_items.json (written to avoid the target's words) and benchmarks/known_items.json
+(exact words) runs on the copy by the words alone (``words=True``) and fused with meaning: MRR@50,
+S@1, S@10 by split (train/test, drawn before any tuning), as benchmarks/ranking_mrr.py counts them.
+Also: catalog size before and after, the vectors' memory in a searching process, and the median time
+of a search with snippets in process (fused and by words).
+
+notes: NOTES small real-text notes (paragraphs of the corpus's text files, one per file) indexed by
+the installed ``deskdex index`` with meaning off and on: CPU seconds (the command and its converter
+processes) and store size.
+
+Results on stdout and in benchmarks/results/meaning_search.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from deskdex.index import Collection
+from deskdex.index import meaning
+from deskdex.index.search import search
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from ranking_mrr import DEPTH, rank, report  # noqa: E402  # the same counting as the ranking benchmark
+
+DESKDEX = str(Path(sys.executable).with_name("deskdex"))
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def own_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def store_bytes(home: Path) -> int:
+    return sum(f.stat().st_size for f in (home / "data").rglob("*") if f.is_file())
+
+
+def rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def add_vectors(home: Path) -> dict[str, Any]:
+    """Vectors for every stored text of ``home``'s index, as an indexer with meaning on makes them."""
+    t0, c0 = time.monotonic(), own_cpu()
+    m = meaning.model()
+    load_cpu = own_cpu() - c0
+    with Collection.open(str(home / "data"), writable=True) as coll:
+        db = coll.catalog.db
+        meaning.create(db)
+        coll.catalog.begin()
+        n = 0
+        c1 = own_cpu()
+        for row in coll.catalog.rows():
+            if row.status != "ok" or not row.blob:
+                continue
+            doc = coll.document(row)
+            if doc is None:
+                continue
+            meaning.store(db, m, row.blob, doc.body_text(), row.title or "", os.path.basename(row.path or row.uri))
+            n += 1
+        coll.catalog.commit()
+        embed_cpu = own_cpu() - c1
+        passages = db.execute("SELECT coalesce(sum(length(vecs)), 0) / 256, count(*) FROM meaning").fetchone()
+    return {"documents": n, "texts": passages[1], "passages": passages[0], "model_load_cpu_s": round(load_cpu, 2),
+            "embed_cpu_s_with_text_reads": round(embed_cpu, 1), "wall_s": round(time.monotonic() - t0, 1)}
+
+
+def quality(home: Path, corpus: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    with Collection.open(str(home / "data")) as coll:
+        for name in ("meaning_items", "known_items"):
+            items = json.loads((HERE / f"{name}.json").read_text())
+            for mode, words in (("words", True), ("fused", False)):
+                ranks = [rank(list(search(coll, it["query"], limit=DEPTH, snippets=False, words=words)["hits"]),
+                              set(it["targets"]), corpus) for it in items]
+                out[f"{name}/{mode}"] = report(items, ranks)
+        queries = [it["query"] for n in ("meaning_items", "known_items")
+                   for it in json.loads((HERE / f"{n}.json").read_text())]
+        before = rss_mib()
+        search(coll, "warm up the vectors", words=False)
+        out["memory_mib_vectors_and_model"] = round(rss_mib() - before, 1)
+        for mode, words in (("words", True), ("fused", False)):
+            times = []
+            for q in queries:
+                t = time.perf_counter()
+                search(coll, q, words=words)
+                times.append(1000 * (time.perf_counter() - t))
+            out[f"search_ms_median/{mode}"] = round(statistics.median(times), 1)
+            out[f"search_ms_p95/{mode}"] = round(sorted(times)[int(0.95 * len(times))], 1)
+    return out
+
+
+def make_notes(folder: Path, corpus: Path, n: int) -> None:
+    """``n`` notes of one real paragraph each (40 to 300 words), from the corpus's text files."""
+    folder.mkdir(parents=True)
+    i = 0
+    for path in sorted(corpus.rglob("*.txt")):
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        for para in re.split(r"\n\s*\n", text):
+            if 40 <= len(para.split()) <= 300:
+                sub = folder / f"{i // 500:03d}"
+                sub.mkdir(exist_ok=True)
+                (sub / f"note{i:05d}.txt").write_text(para.strip() + "\n")
+                i += 1
+                if i >= n:
+                    return
+    raise SystemExit(f"only {i} paragraphs in {corpus}'s text files; fewer than {n}")
+
+
+def notes(work: Path, corpus: Path, n: int) -> dict[str, Any]:
+    folder = work / "notes"
+    if not folder.is_dir():
+        make_notes(folder, corpus, n)
+    out: dict[str, Any] = {"notes": n}
+    for setting in ("false", "true"):
+        home = work / f"notes_home_{setting}"
+        shutil.rmtree(home, ignore_errors=True)
+        (home / "config").mkdir(parents=True)
+        (home / "config" / "config.toml").write_text(f"meaning = {setting}\n[ocr]\nenabled = false\n")
+        c0, t0 = children_cpu(), time.monotonic()
+        subprocess.run([DESKDEX, "--home", str(home), "index", str(folder)], check=True, stdout=subprocess.DEVNULL)
+        out[f"meaning_{setting}"] = {"cpu_s": round(children_cpu() - c0, 1), "wall_s": round(time.monotonic() - t0, 1),
+                                     "store_mib": round(store_bytes(home) / 2**20, 1)}
+    off, on = out["meaning_false"], out["meaning_true"]
+    out["cpu_increase_pct"] = round(100 * (on["cpu_s"] / off["cpu_s"] - 1), 1)
+    out["store_increase_pct"] = round(100 * (on["store_mib"] / off["store_mib"] - 1), 1)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--home", default="/tmp/ranking_home")
+    ap.add_argument("--corpus", default="/tmp/corpora/mixed")
+    ap.add_argument("--work", default="/tmp/meaning_bench")
+    ap.add_argument("--parts", default="quality,notes")
+    ap.add_argument("--notes", type=int, default=10_000)
+    args = ap.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    corpus = os.path.abspath(args.corpus)
+    results: dict[str, Any] = {}
+    parts = args.parts.split(",")
+    if "quality" in parts:
+        home = work / "corpus_home"
+        if not (home / "data" / "catalog.sqlite").exists():
+            shutil.copytree(args.home, home, ignore=shutil.ignore_patterns("run", "*.lock", "*.sock"))
+            size = store_bytes(home)
+            results["corpus_embedding"] = add_vectors(home)
+            results["corpus_embedding"]["store_mib_before"] = round(size / 2**20, 1)
+            results["corpus_embedding"]["store_mib_after"] = round(store_bytes(home) / 2**20, 1)
+            results["corpus_embedding"]["store_increase_pct"] = round(100 * (store_bytes(home) / size - 1), 1)
+        results["corpus_quality"] = quality(home, corpus)
+    if "notes" in parts:
+        results["notes"] = notes(work, Path(corpus), args.notes)
+    print(json.dumps(results, indent=1))
+    out = HERE / "results" / "meaning_search.json"
+    old = json.loads(out.read_text()) if out.exists() else {}
+    old.update(results)
+    out.write_text(json.dumps(old, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
