@@ -63,6 +63,7 @@ SECOND_OPINION_DOM = 0.8  # ... when it also has under this share of the DOM met
 RUN_LINKS = 0.2
 DAMAGED_SHARE = 0.1
 SHORT_SHARE = 0.5
+LINK_LIST = 3  # blocks mostly links one after the other in trafilatura's text: a list of links
 # The article's element: the innermost one holding this share of the words of the main blocks.
 ARTICLE_SHARE = 0.9
 
@@ -347,7 +348,35 @@ def _main_by_library(blocks: list[Block], root: HtmlElement, page: PageTokens) -
     # A class over all of the text (an article "post social-share") was wrong: kept.
     if _words(blocks, main - classes, page) >= MIN_TEXT:
         main -= classes
+    main -= _link_lists(blocks, main, page)
     return _fill_gaps(blocks, main, page, dom) if main else main
+
+
+def _link_lists(blocks: Sequence[Block], main: set[int], page: PageTokens) -> set[int]:
+    """The blocks of ``main`` in runs of ``LINK_LIST`` or more blocks mostly links, one after the
+    other: trafilatura keeps a list of links (a manual's table of the pages below, a news page's
+    related stories) that the reader skips as the DOM method does; a linked item or two in the text
+    stays. Only links within the site count: a list of links to other sites (a manual's page of
+    talks and books, a list of projects) is what the page is about."""
+    counts = _counts(blocks, page)
+
+    def linked(n: int) -> bool:
+        if n < 0 or not counts[n]:
+            return False
+        within = sum(count_words(r.text) for r in blocks[n].runs if r.href and "://" not in r.href
+                     and not r.href.startswith("mailto:"))
+        return within / counts[n] > 0.5
+
+    lists: set[int] = set()
+    run: list[int] = []
+    for n in [*sorted(main), -1]:
+        if n >= 0 and linked(n) and (not run or n == run[-1] + 1):
+            run.append(n)
+            continue
+        if len(run) >= LINK_LIST:
+            lists.update(run)
+        run = [n] if n >= 0 and linked(n) else []
+    return lists if _words(blocks, main - lists, page) >= MIN_TEXT else set()
 
 
 def _counts(blocks: Sequence[Block], page: PageTokens) -> list[int]:

@@ -364,3 +364,45 @@ def test_hidden_tab_panels_are_text_and_a_hidden_menu_is_not(method: str) -> Non
     for command in ("$ netstat -nlp | grep 5000", "$ lsof -P -i :5000", "> netstat -ano | findstr 5000"):
         assert command in lines, (method, command)
     assert "Mobile menu home" in [b.text for b in doc.blocks if b.boilerplate]
+
+
+def _sphinx_page(body: str) -> str:
+    return ('<html><head><title>Internet Data Handling</title></head><body>'
+            '<div class="related" role="navigation"><ul><li><a href="genindex.html">index</a></li>'
+            '<li><a href="email.html">next</a> |</li></ul></div>'
+            f'<div class="document"><div class="body" role="main"><section id="s"><h1>Internet Data Handling</h1>'
+            f'{body}</section></div></div>'
+            '<div class="footer">© Copyright 2001-2023, Python Software Foundation.</div></body></html>')
+
+
+# A chapter page of the Python manual: a sentence, then the toctree, a list of the pages below by
+# their titles, which trafilatura keeps whole (the reST source has only their file names).
+TOCTREE = '<div class="toctree-wrapper compound"><ul>' + "".join(
+    f'<li class="toctree-l1"><a class="reference internal" href="{m}.html"><code>{m}</code> — {title}</a><ul>'
+    + "".join(f'<li class="toctree-l2"><a class="reference internal" href="{m}.html#{m}.{f}">'
+              f'<code>{m}.{f}()</code></a></li>' for f in ("load", "loads", "dump", "dumps"))
+    + "</ul></li>"
+    for m, title in (("json", "JSON encoder and decoder"), ("mailbox", "Manipulate mailboxes in various formats"),
+                     ("base64", "Base16, Base32, Base64, Base85 Data Encodings"),
+                     ("binascii", "Convert between binary and ASCII"), ("quopri", "Encode and decode MIME quoted-printable data"))
+) + "</ul></div>"
+CHAPTER_S = "This chapter describes modules which support handling data formats commonly used on the internet."
+
+
+def test_default_leaves_out_a_list_of_the_sites_own_pages() -> None:
+    doc = from_text(_sphinx_page(f"<p>{CHAPTER_S}</p>{TOCTREE}"), "file:///t.html", "text/html")
+    main = main_text(doc)
+    assert CHAPTER_S in main
+    for text in ("JSON encoder and decoder", "json.loads()", "Convert between binary and ASCII"):
+        assert text not in main, text
+
+
+def test_default_keeps_a_list_of_links_to_other_sites() -> None:
+    # A page of talks and books (pytest's manual): links away are references, the page's text.
+    talks = "<ul>" + "".join(
+        f'<li><p><a class="reference external" href="https://example.org/talk{n}">Testing with fixtures, part {n}</a>,'
+        f" PyCon {2010 + n}</p></li>" for n in range(8)) + "</ul>"
+    doc = from_text(_sphinx_page(f"<p>{CHAPTER_S}</p>{talks}"), "file:///t.html", "text/html")
+    main = main_text(doc)
+    for n in range(8):
+        assert f"Testing with fixtures, part {n}" in main, n
