@@ -354,28 +354,30 @@ def _main_by_library(blocks: list[Block], root: HtmlElement, page: PageTokens) -
 
 def _link_lists(blocks: Sequence[Block], main: set[int], page: PageTokens) -> set[int]:
     """The blocks of ``main`` in runs of ``LINK_LIST`` or more blocks mostly links, one after the
-    other: trafilatura keeps a list of links (a manual's table of the pages below, a news page's
-    related stories) that the reader skips as the DOM method does; a linked item or two in the text
-    stays. Only links within the site count: a list of links to other sites (a manual's page of
-    talks and books, a list of projects) is what the page is about."""
-    counts = _counts(blocks, page)
+    other on the page (main or not: trafilatura may drop some items of a list). trafilatura keeps
+    a list of links (a manual's list of the pages below, a news page's related stories) that a
+    reader skips, as the DOM method does; a linked item or two in the text stays. Only links within
+    the site count: a list of links to other sites (a manual's page of talks and books) is what the
+    page is about."""
+    counts, links = _counts(blocks, page), _links(blocks, page)
 
     def linked(n: int) -> bool:
-        if n < 0 or not counts[n]:
+        if n < 0 or 2 * links[n] <= counts[n]:  # the words of links by name, counted once a page
             return False
         within = sum(count_words(r.text) for r in blocks[n].runs if r.href and "://" not in r.href
                      and not r.href.startswith("mailto:"))
-        return within / counts[n] > 0.5
+        return 2 * within > counts[n]
 
     lists: set[int] = set()
     run: list[int] = []
-    for n in [*sorted(main), -1]:
-        if n >= 0 and linked(n) and (not run or n == run[-1] + 1):
+    for n in [*range(len(blocks)), -1]:
+        if linked(n):
             run.append(n)
             continue
         if len(run) >= LINK_LIST:
             lists.update(run)
-        run = [n] if n >= 0 and linked(n) else []
+        run = []
+    lists &= main
     return lists if _words(blocks, main - lists, page) >= MIN_TEXT else set()
 
 
