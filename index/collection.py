@@ -445,6 +445,7 @@ class Collection:
     @_writes
     def collect_garbage(self) -> int:
         n = self.catalog.texts.collect_garbage()
+        meaning.collect_garbage(self.catalog.db)  # in the transaction the text store began
         self.catalog.commit()
         return n
 

@@ -44,6 +44,7 @@ MEANING_WEIGHT = 0.5
 # Least cosine of a query and a document's best passage for the document to count as near: unrelated
 # texts score about 0 to 0.15 with this model, a text on the query's subject 0.25 and more.
 MIN_SIMILARITY = 0.2
+CACHE_WORDS = 50_000  # distinct words whose token ids are kept (about 8 MiB at most)
 _CHUNK = 8192  # rows turned into float32 at a time during a search: the matrix stays int8 in memory
 
 TABLE = "CREATE TABLE IF NOT EXISTS meaning(blob TEXT PRIMARY KEY, vecs BLOB NOT NULL)"
@@ -89,26 +90,40 @@ class Model:
         self._tok.no_padding()
         self._tok.no_truncation()
         self._table: np.ndarray[Any, Any] = np.ascontiguousarray(table[:, :DIM], dtype=np.float16)
+        self._cache: dict[str, list[int]] = {}
+        self._cache_lock = threading.Lock()
+
+    def _ids(self, text: str) -> list[int]:
+        """The token ids of ``text``, word by word through a cache: the tokenizer marks each word's
+        start (a space becomes "▁") and no token spans two words, so the ids are those of the whole
+        text, at a tenth of the tokenizer's time on the words a collection repeats."""
+        cache = self._cache
+        out: list[int] = []
+        for word in text.split():
+            ids = cache.get(word)
+            if ids is None:
+                ids = self._tok.encode(word, add_special_tokens=False).ids
+                with self._cache_lock:
+                    if len(cache) >= CACHE_WORDS:
+                        cache.clear()
+                    cache[word] = ids
+            out.extend(ids)
+        return out
 
     def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
         """Unit vectors (float32, one row per text); a text with no tokens gives zeros."""
         import numpy as np
 
         out = np.zeros((len(texts), DIM), dtype=np.float32)
-        if not texts:
-            return out
-        ids = [e.ids for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
-        lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
-        flat = np.fromiter((t for i in ids for t in i), dtype=np.int64, count=int(lengths.sum()))
-        if not flat.size:
-            return out
-        np.clip(flat, 0, self._table.shape[0] - 1, out=flat)
-        vectors = self._table[flat].astype(np.float32)
-        nonempty = lengths > 0
-        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
-        sums = np.add.reduceat(vectors, starts, axis=0)
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)
-        out[nonempty] = sums / np.maximum(norms, 1e-9)
+        last = self._table.shape[0] - 1
+        for i, text in enumerate(texts):
+            ids = self._ids(text)
+            if not ids:
+                continue
+            v = self._table[np.minimum(np.asarray(ids, dtype=np.int64), last)].sum(axis=0, dtype=np.float32)
+            norm = float(np.linalg.norm(v))
+            if norm > 0:
+                out[i] = v / norm
         return out
 
 
@@ -126,12 +141,16 @@ def model() -> Model:
 
 
 def passages(text: str, title: str, name: str) -> list[str]:
-    """What one text is embedded as: its title and name, then its first passages of words."""
+    """What one text is embedded as: its title and name, then its first passages of words; a text
+    of one passage shares it with its title and name (half the store for a short note)."""
     words = text.split()
-    out = [f"{title} {name}".strip()]
+    head = f"{title} {name}".strip()
+    if len(words) <= PASSAGE_WORDS:
+        return [p] if (p := f"{head} {' '.join(words)}".strip()) else []
+    out = [head] if head else []
     for i in range(0, min(len(words), PASSAGE_WORDS * MAX_PASSAGES), PASSAGE_WORDS):
         out.append(" ".join(words[i:i + PASSAGE_WORDS]))
-    return [p for p in out if p]
+    return out
 
 
 def store(db: sqlite3.Connection, m: Model, blob: str, text: str, title: str, name: str) -> None:
@@ -149,6 +168,13 @@ def store(db: sqlite3.Connection, m: Model, blob: str, text: str, title: str, na
 
 def create(db: sqlite3.Connection) -> None:
     db.execute(TABLE)
+
+
+def collect_garbage(db: sqlite3.Connection) -> int:
+    """Drop the vectors of texts no document refers to any more (as the text store does its texts)."""
+    if not _has_table(db):
+        return 0
+    return db.execute("DELETE FROM meaning WHERE NOT EXISTS (SELECT 1 FROM docs WHERE docs.blob = meaning.blob)").rowcount
 
 
 def _has_table(db: sqlite3.Connection) -> bool:
