@@ -14,12 +14,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 import time
 import urllib.parse
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
+from typing import Any, AsyncIterator, Awaitable, BinaryIO, Callable, Protocol
 
 import anyio
 import jinja2
@@ -31,8 +30,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from deskdex import protocol
-from deskdex.converters import RunAs, as_user
-from deskdex.errors import BadArgs, DeskdexError, Forbidden, NotFound, QueryError, TooLarge
+from deskdex.converters import RunAs, as_user, open_regular
+from deskdex.errors import BadArgs, DeskdexError, Forbidden, NotFound, QueryError, TooLarge, UnreadableFile
 from deskdex.index import narrowed, prefix_last_word
 from deskdex.sizes import human
 
@@ -264,11 +263,11 @@ class WebApp:
             doc = await self.call(session, "document", uri=uri, text=False)
             if "#" in doc["uri"] or not doc["path"]:
                 raise NotFound("no such file: a member of an archive or a web page is shown, not downloaded")
-            fd = await anyio.to_thread.run_sync(_open_as, doc["path"], session.account, self.options.system,
-                                                limiter=self.limit)
+            f = await anyio.to_thread.run_sync(_open_as, doc["path"], session.account, self.options.system,
+                                               limiter=self.limit)
         except DeskdexError as exc:
             return error_response(exc, self.anyone(session))
-        size = os.fstat(fd).st_size
+        size = os.fstat(f.fileno()).st_size
         mime = doc["mime"] or "application/octet-stream"
         inline = request.query_params.get("inline") == "1" and mime in INLINE_TYPES
         name = os.path.basename(doc["path"]) or "download"
@@ -278,7 +277,7 @@ class WebApp:
                    # whatever the file holds, it runs nothing on this origin
                    "content-security-policy": "sandbox; default-src 'none'; style-src 'unsafe-inline'; "
                                               "img-src 'self' data:; object-src 'self'; plugin-types application/pdf"}
-        return StreamingResponse(_read_chunks(fd, size), media_type=mime if inline else "application/octet-stream",
+        return StreamingResponse(_read_chunks(f, size), media_type=mime if inline else "application/octet-stream",
                                  headers=headers)
 
     async def page_status(self, request: Request) -> Response:
@@ -503,34 +502,31 @@ def error_response(exc: DeskdexError, anyone: bool, status: int | None = None) -
     return JSONResponse({"error": error}, status_code=status or HTTP_STATUS.get(error["code"], 500))
 
 
-def _open_as(path: str, account: Account, system: bool) -> int:
+def _open_as(path: str, account: Account, system: bool) -> BinaryIO:
     """``path`` opened for reading with ``account``'s rights (the system daemon runs as root; a
-    user's daemon already has its owner's). A symlink at the end is not followed, a FIFO or device
-    is not read: the same refusal as for a file that is not there."""
+    user's daemon already has its owner's), as every file is opened (converters.open_regular): a
+    symlink at the end is not followed, a FIFO or device is not read, and either is answered as a
+    file that is not there."""
     who = RunAs(account.uid, account.gid, account.groups or (account.gid,)) if system and account.uid != 0 else None
     try:
         with as_user(who):
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise NotFound(f"cannot read the file: {exc.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise NotFound("not a regular file")
-    return fd
+            return open_regular(path, nofollow=True)
+    except UnreadableFile as exc:
+        raise NotFound(f"cannot read the file: {exc}") from None
 
 
-async def _read_chunks(fd: int, size: int) -> AsyncIterator[bytes]:
+async def _read_chunks(f: BinaryIO, size: int) -> AsyncIterator[bytes]:
     """The file's first ``size`` bytes (as Content-Length said, even if it grows meanwhile)."""
     try:
         left = size
         while left > 0:
-            chunk = await anyio.to_thread.run_sync(os.read, fd, min(CHUNK, left))
+            chunk = await anyio.to_thread.run_sync(f.read, min(CHUNK, left))
             if not chunk:
                 break
             left -= len(chunk)
             yield chunk
     finally:
-        os.close(fd)
+        f.close()
 
 
 async def _body(request: Request) -> bytes:
