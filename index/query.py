@@ -90,6 +90,12 @@ MAX_DEPTH = 16  # parentheses within parentheses
 # A group of several words all in a document's title adds that title's BM25 over those words
 # times this and the title's weight (Parser._title_holds_all).
 TITLE_ALL = 1.0
+# A body holding a group's words within PROXIMITY_SLOP positions of one another (in any order)
+# adds this times the body's weight (Parser._near): a person remembers words that stood
+# together, and a long text holding them pages apart is less likely what they saw. Tuned on
+# known items (docs/benchmarks.md, "Ranking for known items").
+PROXIMITY = 2.0
+PROXIMITY_SLOP = 8
 # Fields scored as BM25F would (see Parser._phrase) when a word is searched in every text field.
 LEVELLED: tuple[str, ...] = ("title", "path", "name", "author")
 _BIGGEST = 2**63 - 1  # tantivy's integers (sizes, dates) are 64-bit
@@ -219,6 +225,8 @@ class Parser:
             clauses.append((Occur.Must, tantivy.Query.all_query()))
         if len(words) > 1 and TITLE_ALL > 0 and not self.constant:  # constant: the fields matched, no more
             clauses.append((Occur.Should, self._title_holds_all(words)))
+        if len(words) > 1 and PROXIMITY > 0 and not self.constant:
+            clauses.append((Occur.Should, self._near(words)))
         return clauses[0][1] if len(clauses) == 1 and clauses[0][0] == Occur.Must else \
             tantivy.Query.boolean_query(clauses)
 
@@ -272,6 +280,25 @@ class Parser:
         if len(parts) < 2:  # one word left with something to look for in a title: no bonus
             return tantivy.Query.empty_query()
         return self._weigh(tantivy.Query.boolean_query(parts), fulltext.FIELD_BOOSTS.get("title", 1.0) * TITLE_ALL)
+
+    def _near(self, words: list[str]) -> tantivy.Query:
+        """What a body holding every word of ``words`` close together adds (PROXIMITY): the words
+        (a phrase's in turn) as one phrase with PROXIMITY_SLOP gaps, in each language's body.
+        A constant, not the loose phrase's BM25: that depends on one index's statistics, which
+        a search over shards cannot pool for a phrase (index/shards.py), and scored so it
+        ranked the known items no better (docs/benchmarks.md)."""
+        english = [fulltext.analyze(text.strip('"')) for text in words]
+        options = []
+        for f in BODIES:
+            terms = [t for text, en in zip(words, english) for t in _terms(f, text.strip('"'), en)]
+            if len(terms) < 2:
+                continue
+            self.terms.update((f, t) for t in terms)
+            options.append(tantivy.Query.phrase_query(self.schema, f, [*terms], PROXIMITY_SLOP))
+        if not options:
+            return tantivy.Query.empty_query()
+        near = options[0] if len(options) == 1 else tantivy.Query.boolean_query([(Occur.Should, o) for o in options])
+        return tantivy.Query.const_score_query(near, fulltext.FIELD_BOOSTS.get("body", 1.0) * PROXIMITY)
 
     def _words(self, text: str, pos: int, fields: tuple[str, ...]) -> tantivy.Query:
         if text.startswith('"'):
