@@ -59,14 +59,6 @@ def store_bytes(home: Path) -> int:
     return sum(f.stat().st_size for f in (home / "data").rglob("*") if f.is_file())
 
 
-def rss_mib() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def add_vectors(home: Path) -> dict[str, Any]:
     """Vectors for every stored text of ``home``'s index, as an indexer with meaning on makes them."""
     t0, c0 = time.monotonic(), own_cpu()
@@ -93,6 +85,28 @@ def add_vectors(home: Path) -> dict[str, Any]:
             "embed_cpu_s_with_text_reads": round(embed_cpu, 1), "wall_s": round(time.monotonic() - t0, 1)}
 
 
+MEMORY = """
+import sys
+from deskdex.index import Collection
+from deskdex.index.search import search
+def rss():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) / 1024
+coll = Collection.open(sys.argv[1])
+search(coll, "warm up the words", words=True)
+before = rss()
+search(coll, "warm up the vectors", words=False)
+print(round(rss() - before, 1))
+"""
+
+
+def memory(home: Path) -> float:
+    """What a searching process grows by when it loads the model and the vectors (MiB of RSS), in
+    a process of its own that has searched by the words first."""
+    p = subprocess.run([sys.executable, "-c", MEMORY, str(home / "data")], capture_output=True, text=True, check=True)
+    return float(p.stdout.strip())
+
+
 def quality(home: Path, corpus: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with Collection.open(str(home / "data")) as coll:
@@ -104,9 +118,7 @@ def quality(home: Path, corpus: str) -> dict[str, Any]:
                 out[f"{name}/{mode}"] = report(items, ranks)
         queries = [it["query"] for n in ("meaning_items", "known_items")
                    for it in json.loads((HERE / f"{n}.json").read_text())]
-        before = rss_mib()
-        search(coll, "warm up the vectors", words=False)
-        out["memory_mib_vectors_and_model"] = round(rss_mib() - before, 1)
+        out["memory_mib_vectors_and_model"] = memory(home)
         for mode, words in (("words", True), ("fused", False)):
             times = []
             for q in queries:

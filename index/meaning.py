@@ -4,7 +4,7 @@ Passages of each stored text (windows of ``PASSAGE_WORDS`` words, and the title 
 as one more) are embedded with the static token vectors the ``wordllama`` wheel ships: a passage's
 vector is the average of its tokens' vectors, normalised. Nothing is downloaded: the weights and the
 tokenizer file are read from the installed wheel by path (its own loader looks for the tokenizer in
-another folder, then fetches it from the network).
+another folder, then fetches it from the network), the weights mapped from the file.
 
 Vectors are kept in the catalog, one row per stored text (``meaning``, keyed like ``texts`` by the
 text's checksum, so copies share one), each passage as 256 signed bytes (the unit vector times 127):
@@ -45,7 +45,7 @@ MEANING_WEIGHT = 0.5
 # texts score about 0 to 0.15 with this model, a text on the query's subject 0.25 and more.
 MIN_SIMILARITY = 0.2
 CACHE_WORDS = 50_000  # distinct words whose token ids are kept (about 8 MiB at most)
-_CHUNK = 8192  # rows turned into float32 at a time during a search: the matrix stays int8 in memory
+SHORTLIST = 1000  # passages nearest by their signs, whose exact cosine is computed
 
 TABLE = "CREATE TABLE IF NOT EXISTS meaning(blob TEXT PRIMARY KEY, vecs BLOB NOT NULL)"
 _PLAIN = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*")
@@ -64,23 +64,42 @@ def _files() -> tuple[str, str]:
             os.path.join(base, "tokenizers", "l2_supercat_tokenizer_config.json"))
 
 
+def _mapped(path: str) -> np.ndarray[Any, Any]:
+    """The token table of a safetensors file, mapped from the file rather than read: a process
+    holds only the pages of the tokens it meets (a search: a few), shared with every other process
+    using it. The format: a little-endian u64 header length, the JSON header, then the data."""
+    import json
+
+    import numpy as np
+
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        if not 2 <= n <= 1 << 20:
+            raise ValueError(f"a header of {n} bytes: not a safetensors file")
+        entry = json.loads(f.read(n))["embedding.weight"]
+    if entry["dtype"] != "F16":
+        raise ValueError(f"its vectors are {entry['dtype']}, not F16")
+    shape = tuple(int(x) for x in entry["shape"])
+    start, end = (int(x) for x in entry["data_offsets"])
+    if len(shape) != 2 or end - start != shape[0] * shape[1] * 2 or 8 + n + end > os.path.getsize(path):
+        raise ValueError("it is cut short or its header does not match its data")
+    return np.memmap(path, dtype=np.float16, mode="r", offset=8 + n + start, shape=shape)
+
+
 class Model:
     """The token vectors and tokenizer; ``embed`` gives unit vectors. Thread-safe."""
 
     def __init__(self, weights: str, tokenizer: str) -> None:
-        import numpy as np
-        from safetensors import SafetensorError, safe_open
         from tokenizers import Tokenizer
 
         for path in (weights, tokenizer):
             if not os.path.isfile(path):
                 raise ConfigError(f"meaning = true: the model file {path} is missing: reinstall wordllama")
         try:
-            with safe_open(weights, framework="np") as f:
-                table = f.get_tensor("embedding.weight")
-        except (SafetensorError, OSError, KeyError, ValueError) as exc:
+            table = _mapped(weights)
+        except (OSError, KeyError, ValueError, TypeError) as exc:
             raise ConfigError(f"meaning = true: cannot read the model file {weights}: {exc}") from None
-        if table.ndim != 2 or table.shape[1] < DIM:
+        if table.ndim != 2 or table.shape[1] != DIM:
             raise ConfigError(f"meaning = true: the model file {weights} holds a {table.shape} table, "
                               f"not token vectors of {DIM} dimensions")
         try:
@@ -89,7 +108,7 @@ class Model:
             raise ConfigError(f"meaning = true: cannot read the tokenizer file {tokenizer}: {exc}") from None
         self._tok.no_padding()
         self._tok.no_truncation()
-        self._table: np.ndarray[Any, Any] = np.ascontiguousarray(table[:, :DIM], dtype=np.float16)
+        self._table: np.ndarray[Any, Any] = table
         self._cache: dict[str, list[int]] = {}
         self._cache_lock = threading.Lock()
 
@@ -198,8 +217,9 @@ def plain_words(query: str) -> bool:
 class _Loaded:
     key: tuple[int, int]
     blobs: list[str]
-    starts: Any  # np.ndarray: the first row of each text's passages
+    owner: Any  # np.ndarray: the text (index in blobs) of each passage
     rows: Any  # np.ndarray int8 (passages, DIM)
+    codes: Any  # np.ndarray uint64 (passages, DIM // 64): the signs of rows, for the first cut
 
 
 class MeaningVectors:
@@ -220,19 +240,28 @@ class MeaningVectors:
             have = self._loaded.get(path)
             if have is not None and have.key == key:
                 return have
+            # Into one array made to size: a list of the rows' bytes joined would hold them twice.
+            total = db.execute("SELECT coalesce(sum(length(vecs)), 0) FROM meaning").fetchone()[0] // DIM
+            rows = np.empty((total, DIM), dtype=np.int8)
             blobs: list[str] = []
-            chunks: list[bytes] = []
             counts: list[int] = []
+            at, cut = 0, False
             for blob, vecs in db.execute("SELECT blob, vecs FROM meaning"):
+                n = min(len(vecs) // DIM, total - at)  # rows added since the count wait for the next load
+                cut = cut or n < len(vecs) // DIM
+                rows[at:at + n] = np.frombuffer(vecs, dtype=np.int8, count=n * DIM).reshape(n, DIM)
                 blobs.append(blob)
-                chunks.append(vecs)
-                counts.append(len(vecs) // DIM)
+                counts.append(n)
+                at += n
+            rows = rows[:at]
+            if cut or len(blobs) != key[0]:
+                key = (-1, -1)  # written to meanwhile: read again by the next search
             if not blobs:
                 self._loaded.pop(path, None)
                 return None
-            rows = np.frombuffer(b"".join(chunks), dtype=np.int8).reshape(-1, DIM)
-            starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-            loaded = self._loaded[path] = _Loaded(key, blobs, starts, rows)
+            owner = np.repeat(np.arange(len(blobs), dtype=np.int32), counts)
+            codes = np.packbits(rows > 0, axis=1).view(np.uint64)
+            loaded = self._loaded[path] = _Loaded(key, blobs, owner, rows, codes)
             return loaded
 
     def nearest(self, path: str, db: sqlite3.Connection, query: str, limit: int = CANDIDATES) -> list[str]:
@@ -245,14 +274,19 @@ class MeaningVectors:
         q = model().embed([query])[0]
         if not q.any():
             return []
-        scores = np.empty(len(loaded.rows), dtype=np.float32)
-        for i in range(0, len(loaded.rows), _CHUNK):
-            scores[i:i + _CHUNK] = loaded.rows[i:i + _CHUNK].astype(np.float32) @ q
-        best = np.maximum.reduceat(scores, loaded.starts)
-        n = min(limit, len(best))
-        top = np.argpartition(-best, n - 1)[:n]
-        top = top[np.argsort(-best[top], kind="stable")]
-        return [loaded.blobs[i] for i in top if best[i] >= MIN_SIMILARITY * SCALE]
+        # First cut by the signs alone (a Hamming distance over 4 words per passage: a tenth of the
+        # time of the product over the whole int8 matrix), then the exact cosine of the nearest.
+        code = np.packbits(q > 0).view(np.uint64)
+        agree = DIM - np.bitwise_count(loaded.codes ^ code).sum(axis=1, dtype=np.int32)
+        n = min(SHORTLIST, len(agree))
+        near = np.argpartition(-agree, n - 1)[:n]
+        exact = loaded.rows[near].astype(np.float32) @ q
+        best: dict[int, float] = {}
+        for text, score in zip(loaded.owner[near].tolist(), exact.tolist()):
+            if score >= MIN_SIMILARITY * SCALE and score > best.get(text, -1.0):
+                best[text] = score
+        ranked = sorted(best, key=lambda t: -best[t])[:limit]
+        return [loaded.blobs[t] for t in ranked]
 
 
 VECTORS = MeaningVectors()
