@@ -187,6 +187,9 @@ def main() -> None:
         home = work / "corpus_home"
         if not (home / "data" / "catalog.sqlite").exists():
             shutil.copytree(args.home, home, ignore=shutil.ignore_patterns("run", "*.lock", "*.sock"))
+            # A daemon or `deskdex index` on this home keeps the vectors (with the setting off it drops them).
+            config = home / "config" / "config.toml"
+            config.write_text("meaning = true\n" + (config.read_text() if config.exists() else ""))
             size = store_bytes(home)
             results["corpus_embedding"] = add_vectors(home)
             results["corpus_embedding"]["store_mib_before"] = round(size / 2**20, 1)
