@@ -4,6 +4,7 @@ so that it can fail: the documents are built so that, without the feature, the o
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 from typing import Iterator
@@ -12,6 +13,9 @@ import pytest
 
 from deskdex.converters import Block, Document
 from deskdex.index import Collection, Row, fulltext, query, search
+
+from .conftest import DESKDEX
+from .daemon_fixture import DaemonProcess
 
 NOW = time.time()
 FILLER = "The committee met again on Tuesday and read the minutes of the last meeting aloud. "
@@ -67,3 +71,24 @@ def test_a_query_word_in_the_file_name_lifts_a_document(coll: Collection, monkey
     monkeypatch.setitem(fulltext.FIELD_BOOSTS, "name", 0.0)
     monkeypatch.setitem(fulltext.FIELD_BOOSTS, "path", 0.0)
     assert first(coll, "pelican pier") == "letter7.txt"
+
+
+def test_the_installed_command_ranks_so_through_the_daemon(tmp_path: Path) -> None:
+    """The same documents as files, found by `deskdex search` (the console script) through a
+    running daemon: what a user sees. The in-process tests above show each order flips without
+    its feature."""
+    for path, title, body in _docs():
+        f = tmp_path / "docs" / Path(path).relative_to("/home/u")
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(f"{title}\n\n{body}\n")
+    daemon = DaemonProcess(tmp_path / "home", [tmp_path / "docs"]).start()
+    try:
+        def first_path(q: str) -> str:
+            out = subprocess.run([DESKDEX, "--home", str(daemon.home), "search", "--paths", q], capture_output=True,
+                                 text=True, timeout=60, check=True).stdout
+            return Path(out.splitlines()[0]).name
+
+        assert first_path("harbour lighthouse") == "day1.txt"
+        assert first_path("pelican pier") == "pelican.txt"
+    finally:
+        daemon.stop()
