@@ -423,7 +423,8 @@ class WebApp:
             return await self.call(s, "search", query=p.get("q", ""), limit=_int(p, "limit", 10),
                                    offset=_int(p, "offset", 0), sort=p.get("sort", "relevance"),
                                    snippets=p.get("snippets", "1") != "0", facets=p.get("facets") == "1",
-                                   all=p.get("all") == "1", similar=p.get("similar") or None)
+                                   all=p.get("all") == "1", similar=p.get("similar") or None,
+                                   words=p.get("words") == "1")
         return await self.api(request, work)
 
     async def api_document(self, request: Request) -> Response:

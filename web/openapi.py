@@ -13,7 +13,7 @@ from deskdex.version import version_line
 ENDPOINTS: tuple[tuple[str, str, str, dict[str, str]], ...] = (
     ("/api/search", "get", "search", {"q": "query", "limit": "limit", "offset": "offset", "sort": "sort",
                                       "all": "all", "snippets": "snippets", "similar": "similar",
-                                      "facets": "facets"}),
+                                      "facets": "facets", "words": "words"}),
     ("/api/document", "get", "document", {"uri": "uri", "q": "query", "text": "text"}),
     ("/api/duplicates", "get", "duplicates", {"uri": "uri"}),
     ("/api/similar", "get", "search", {"uri": "similar", "limit": "limit"}),

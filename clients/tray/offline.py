@@ -45,7 +45,7 @@ class IndexReader:
                     coll, args["query"], limit=args.get("limit", 10), offset=args.get("offset", 0),
                     sort=args.get("sort", "relevance"), snippets=args.get("snippets", True),
                     collapse=not args.get("all", False), similar=args.get("similar"),
-                    facets=args.get("facets", False)))
+                    facets=args.get("facets", False), words=args.get("words", False)))
             elif op == "document":
                 result = dict(document(coll, args["uri"], query=args.get("query", ""), text=args.get("text", True),
                                        max_blocks=args.get("max_blocks", 20_000)))
