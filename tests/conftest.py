@@ -203,6 +203,19 @@ def make_docx(path: Path, title: str, author: str, heading: str, paragraphs: lis
     return path
 
 
+def text_collection(data: Path, docs: list[tuple[str, str, str]], mtime: float) -> Any:
+    """A read-only Collection at ``data`` holding plain-text documents ``(path, title, body)``, each
+    one block, put straight into the index (no conversion): for ranking tests."""
+    from deskdex.converters import Block, Document
+    from deskdex.index import Collection, Row
+
+    with Collection.open(str(data), writable=True) as c:
+        for path, title, body in docs:
+            doc = Document(uri="file://" + path, mime="text/plain", title=title, blocks=[Block.of("p", body)])
+            c.put(Row(uri="file://" + path, path=path, size=len(body), mtime=mtime), doc)
+    return Collection.open(str(data))
+
+
 # `make test` runs the suite in two pytest-xdist processes (--dist loadgroup): the wall clock is mostly
 # waiting on daemons and workers, so two processes nearly halve it (docs/development.md). Each module is
 # one group, so its module-scoped fixtures are built once. The modules that make Unix accounts or run a

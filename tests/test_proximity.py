@@ -11,10 +11,10 @@ from typing import Iterator
 
 import pytest
 
-from deskdex.converters import Block, Document
-from deskdex.index import Collection, Row, fulltext, query, search
 
-from .conftest import DESKDEX
+from deskdex.index import Collection, fulltext, query, search
+
+from .conftest import DESKDEX, text_collection
 from .daemon_fixture import DaemonProcess
 
 NOW = time.time()
@@ -44,12 +44,7 @@ def _docs() -> list[tuple[str, str, str]]:
 
 @pytest.fixture(scope="module")
 def coll(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Collection]:
-    data = tmp_path_factory.mktemp("proximity")
-    with Collection.open(str(data), writable=True) as c:
-        for path, title, body in _docs():
-            doc = Document(uri="file://" + path, mime="text/plain", title=title, blocks=[Block.of("p", body)])
-            c.put(Row(uri="file://" + path, path=path, size=len(body), mtime=NOW), doc)
-    c = Collection.open(str(data))
+    c = text_collection(tmp_path_factory.mktemp("proximity"), _docs(), NOW)
     yield c
     c.close()
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from deskdex.converters import Block, Document
-from deskdex.index import Collection, Row, search
+from deskdex.index import Collection, search
+
+from .conftest import text_collection
 
 NOW = time.time()
 # Words that occur now and then in bodies (so their body statistics are ordinary) and never in a
@@ -40,12 +41,7 @@ def _docs() -> list[tuple[str, str, str]]:
 
 @pytest.fixture(scope="module")
 def coll(tmp_path_factory: pytest.TempPathFactory):
-    data = tmp_path_factory.mktemp("ranking")
-    with Collection.open(str(data), writable=True) as c:
-        for path, title, body in _docs():
-            doc = Document(uri="file://" + path, mime="text/plain", title=title, blocks=[Block.of("p", body)])
-            c.put(Row(uri="file://" + path, path=path, size=len(body), mtime=NOW), doc)
-    c = Collection.open(str(data))
+    c = text_collection(tmp_path_factory.mktemp("ranking"), _docs(), NOW)
     yield c
     c.close()
 
