@@ -230,10 +230,10 @@ class MeaningVectors:
         self._lock = threading.Lock()
 
     def _load(self, path: str, db: sqlite3.Connection) -> _Loaded | None:
+        if not _has_table(db):  # meaning is off for this index: numpy is not even imported
+            return None
         import numpy as np
 
-        if not _has_table(db):  # meaning is off for this index
-            return None
         count, last = db.execute("SELECT count(*), coalesce(max(rowid), 0) FROM meaning").fetchone()
         key = (int(count), int(last))
         with self._lock:
@@ -266,11 +266,11 @@ class MeaningVectors:
 
     def nearest(self, path: str, db: sqlite3.Connection, query: str, limit: int | None = None) -> list[str]:
         """The stored texts (their blobs) whose best passage is nearest ``query``, nearest first."""
-        import numpy as np
-
         loaded = self._load(path, db)
         if loaded is None:
             return []
+        import numpy as np
+
         q = model().embed([query])[0]
         if not q.any():
             return []

@@ -54,7 +54,7 @@ def test_round_trip_and_many_calls_on_one_connection(server):
     assert [g["limit"] for g in got] == [1, 2, 3, 4, 5]
     # defaults from the protocol fill in what was not sent
     assert got[0] == {"query": "hé", "limit": 1, "offset": 0, "sort": "relevance", "all": False, "snippets": True,
-                      "similar": None, "facets": False}
+                      "similar": None, "facets": False, "words": False}
 
 
 def test_peer_credentials_come_from_the_kernel(server):

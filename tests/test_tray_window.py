@@ -457,7 +457,7 @@ def test_a_second_tray_hands_its_search_to_the_running_one(qapp: Any, library: L
 
     tray = TrayApp(library.daemon.socket, history_file=str(tmp_path / "history.json"))
     name = instance_name(library.daemon.socket)
-    instance = Instance(name, tray.show_search)
+    instance = Instance(name, tray.search_for)
     try:
         query = "-papers kingfisher"
         start = time.monotonic()

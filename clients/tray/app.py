@@ -109,12 +109,16 @@ class TrayApp(QObject):
         self.pause_action.setEnabled(self.error is None)
 
     # -- menu actions
-    def show_search(self, query: str | None = None) -> None:
-        """The search window, searching ``query`` if one is given (``deskdex tray --search``)."""
+    def show_search(self) -> None:
+        _raise(self.search_window)
+
+    def search_for(self, query: str | None) -> None:
+        """The search window at ``query`` (``deskdex tray --search``); None: as it was. Not the menu's
+        slot: QAction.triggered passes a bool."""
         if query is not None:
             self.search_window.box.setText(query)
             self.search_window.search_now()
-        _raise(self.search_window)
+        self.show_search()
 
     def show_folders(self) -> None:
         _raise(self.folders_window)
@@ -243,14 +247,14 @@ def run(socket_path: str, data_dir: str | None = None, history_file: str | None 
         logger.info("a deskdex tray runs already: it shows the search window")
         return 0
     tray = TrayApp(socket_path, data_dir=data_dir, history_file=history_file)
-    instance = Instance(name, tray.show_search)
+    instance = Instance(name, tray.search_for)
     if QSystemTrayIcon.isSystemTrayAvailable():
         app.setQuitOnLastWindowClosed(False)  # closing a window must not end the tray
         if search is not None:
-            tray.show_search(search)
+            tray.search_for(search)
     else:
         logger.warning("no system tray on this desktop: showing the search window instead")
-        tray.show_search(search)
+        tray.search_for(search)
     tray.start()
     # Qt's loop never returns to Python on its own: a timer lets Ctrl-C and SIGTERM be handled
     for sig in (signal.SIGINT, signal.SIGTERM):
