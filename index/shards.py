@@ -145,12 +145,6 @@ def _global_scores(parts: Sequence[Part], pooled: FixedStats) -> None:
         return {str(c.get("description", "")).split(",")[0].split(" ")[0]: float(c["value"])
                 for c in node.get("details") or []}
 
-    def term_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        if str(node.get("description", "")).startswith("TermQuery"):
-            yield node
-        for c in node.get("details") or []:
-            yield from term_nodes(c)
-
     def rescored(node: dict[str, Any], avgdl: dict[int, float]) -> float:
         """``node``'s value with global weights, computed up the explanation's tree."""
         what = str(node.get("description", ""))
@@ -191,7 +185,7 @@ def _global_scores(parts: Sequence[Part], pooled: FixedStats) -> None:
     seen: dict[int, dict[int, float]] = {}  # field id -> shard -> average length
     for i, part in enumerate(parts):
         for tree in part.trees:
-            for node in term_nodes(tree or {}):
+            for node in scored_term_nodes(tree or {}):
                 term = _term(node.get("context") or [])
                 tf = child(node, "freq /")
                 lengths = parts_of(tf) if tf is not None else {}
@@ -206,10 +200,23 @@ def _global_scores(parts: Sequence[Part], pooled: FixedStats) -> None:
                 h["score"] = float(h["score"]) * rescored(tree, avgdl) / (tree["value"] or 1.0)
 
 
+def scored_term_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The term queries of an explained hit whose weights ``_global_scores`` rescales: those
+    reached through clauses and boosts only. A term inside a phrase or a constant-score clause
+    (index/query.py's proximity clause) is not a weight of the hit's score; tantivy 0.26.0 even
+    explains the phrase's own weight as a TermQuery that names no term."""
+    what = str(node.get("description", ""))
+    if what.startswith("TermQuery"):
+        yield node
+    elif what.startswith(("BooleanClause", "Boost x")):
+        for c in node.get("details") or []:
+            yield from scored_term_nodes(c)
+
+
 # tantivy-py's Explanation has no accessor but to_json(), and a term query names its term in the
 # explanation's context only as the Rust Debug text of the term: no public interface gives the term.
 # So it is parsed; tests/test_shards_explain.py fails, naming the version, when a tantivy release
-# writes it (or the descriptions read above) otherwise. The same in tantivy-py 0.25.1, 0.26.2, 0.27.0;
+# writes it (or the descriptions read above) otherwise. The same in tantivy-py 0.25.1, 0.26.0, 0.26.2, 0.27.0;
 # 0.24 and before have no Query.explain.
 _TERM = re.compile(r'Term=Term\(field=(\d+), type=Str, "(.*)"\)$', re.S)
 _unread: list[str] = []  # the first context not understood, warned about once
