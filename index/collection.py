@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Iterator
 import tantivy
 
 from deskdex.converters import PARTIAL, Document, compound_extension, extension
-from deskdex.errors import IndexMissing, StoreError, StoreUnwritable
+from deskdex.errors import CorruptFile, IndexMissing, StoreError, StoreUnwritable
 
 from . import fulltext, meaning
 from .checksums import bytes_checksum, text_checksum
@@ -40,6 +40,8 @@ from .writeguard import writes as _writes
 from .writerlock import WriterLock
 
 if TYPE_CHECKING:
+    import threading
+
     from deskdex.settings import Config
 
     from .features import Features
@@ -274,6 +276,7 @@ class Collection:
         """Store a converted document (or, with ``doc`` None, a name-only or failed entry).
         ``feats``: its duplicate-detection features when computed already (in a worker)."""
         assert self.writable, "collection opened read-only"
+        new_text = False
         if doc is not None:
             # The stored text leaves the URI out, so identical files share one stored text.
             from deskdex.converters import tagged
@@ -289,11 +292,12 @@ class Collection:
             row.lang = doc.meta.get("lang")
             if partial := doc.meta.get(PARTIAL):  # a limit left part of it out: listed with the failures
                 row.reason, row.error = PARTIAL, partial
-            self.catalog.texts.put(row.blob, data)
-        self._store(row, doc, feats)
+            new_text = self.catalog.texts.put(row.blob, data)
+        self._store(row, doc, feats, new_text)
 
-    def _store(self, row: Row, doc: Document | None, feats: Features | None = None) -> None:
-        """Catalog row, duplicate clusters and tantivy entry for one document."""
+    def _store(self, row: Row, doc: Document | None, feats: Features | None = None, new_text: bool = False) -> None:
+        """Catalog row, duplicate clusters and tantivy entry for one document; ``new_text``: its
+        stored text is one the text store did not have (its passages are embedded, with meaning on)."""
         written = row.cluster
         self.catalog.put(row)
         doc_id = self.catalog.doc_id(row.uri)
@@ -313,7 +317,7 @@ class Collection:
         row.cluster = self._clusters.carried(cluster, members)
         if row.cluster != written:  # put() wrote the row with ``written``: the same needs no UPDATE
             self.catalog.set_cluster(doc_id, row.cluster)
-        if self.meaning is not None and doc is not None and row.status == "ok" and row.blob:
+        if self.meaning is not None and new_text and doc is not None and row.status == "ok" and row.blob:
             meaning.store(self.catalog.db, self.meaning, row.blob, doc.body_text(), row.title or "",
                           os.path.basename(row.path or row.uri))
         self._index(row, doc)
@@ -448,6 +452,33 @@ class Collection:
         meaning.collect_garbage(self.catalog.db)  # in the transaction the text store began
         self.catalog.commit()
         return n
+
+    @_writes
+    def embed_missing(self, stop: threading.Event | None = None) -> int:
+        """With meaning on, vectors for the stored texts that have none (stored while it was off, or
+        by an earlier release), a committed batch at a time (index/meaning.py ``backfill``); stops
+        between batches when ``stop`` is set, and the next pass goes on. How many were embedded."""
+        if self.meaning is None:
+            return 0
+        from deskdex.converters import tagged
+
+        def read(blob: str) -> tuple[str, str] | None:
+            data = self.catalog.texts.get(blob)
+            try:
+                doc = tagged.loads(data) if data is not None else None
+            except CorruptFile:
+                return None
+            return (doc.body_text(), doc.title or "") if doc is not None else None
+
+        done = 0
+        while stop is None or not stop.is_set():
+            self.catalog.begin()
+            n = meaning.backfill(self.catalog.db, self.meaning, read)
+            self.catalog.commit()
+            done += n
+            if n < meaning.BACKFILL_BATCH:
+                break
+        return done
 
     def _replay_pending(self) -> None:
         """Bring tantivy in line with the catalog for URIs a crash left half-done."""

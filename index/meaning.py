@@ -6,11 +6,16 @@ vector is the average of its tokens' vectors, normalised. Nothing is downloaded:
 tokenizer file are read from the installed wheel by path (its own loader looks for the tokenizer in
 another folder, then fetches it from the network), the weights mapped from the file.
 
-Vectors are kept in the catalog, one row per stored text (``meaning``, keyed like ``texts`` by the
-text's checksum, so copies share one), each passage as 256 signed bytes (the unit vector times 127):
-a quarter of float32, and a search's cosine, a matrix product, is unchanged to within 1 %. A search
-takes the documents whose best passage is nearest to the query and fuses that ranking with the words'
-by reciprocal rank (``fuse``). Only plain queries of words are fused: a filter (``ext:``, ``after:``)
+Vectors are kept in the catalog, one row per stored text (``meaning``: the text's checksum as 16 bytes,
+so copies share one row, and its passages' vectors), each passage as ``KEPT`` signed bytes: the first
+``KEPT`` of the model's 256 dimensions (it was trained so that a prefix of a vector is a vector of its
+own), normalised, times 127. A row is a fifth the size of one with the 256 dimensions in float32, and
+a search's cosine, a matrix product, is unchanged to within 1 % by the rounding. The rows have no index
+of their own (the writer embeds a text only when the text store had no such text) and are numbered in
+order of writing, never reusing a number, so a searcher sees a change in their count or last number.
+Texts stored before meaning was on get their vectors afterwards, a batch at a time (``backfill``). A search
+takes the documents whose best passage is nearest to the query and ranks those the words did not find
+after the words' hits (``fuse``). Only plain queries of words are fused: a filter (``ext:``, ``after:``)
 or an operator asks for what the words say, which meaning cannot honour.
 """
 
@@ -21,7 +26,7 @@ import re
 import sqlite3
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from deskdex.errors import ConfigError
 
@@ -29,25 +34,26 @@ if TYPE_CHECKING:
     import numpy as np
     import tantivy
 
-__all__ = ["Model", "MeaningVectors", "drop_all", "fuse", "model", "plain_words"]
+__all__ = ["Model", "MeaningVectors", "backfill", "drop_all", "fuse", "model", "near_hits", "plain_words"]
 
 PASSAGE_WORDS = 150
 # Passages of one text at most: the first ones. A long text's beginning says what it is about,
 # and the store must stay small (docs/search.md, "Meaning": sizes measured).
 MAX_PASSAGES = 8
-DIM = 256
+DIM = 256  # the model's dimensions
+# Those kept: 128 found as much on the meaning set's train part as 256 (docs/benchmarks.md, "Meaning
+# search") at half the store and half the work of summing a passage's token vectors.
+KEPT = 128
 SCALE = 127.0
-CANDIDATES = 30  # documents by meaning fused with the words' ranking (100: the same MRR on train, slower)
-RRF_K = 60
-# The meaning ranking counts for less than the words': an exact word stays first (benchmarks/meaning_search.py).
-MEANING_WEIGHT = 0.5
+CANDIDATES = 30  # documents by meaning after the words' (100: the same MRR on train, slower)
 # Least cosine of a query and a document's best passage for the document to count as near: unrelated
 # texts score about 0 to 0.15 with this model, a text on the query's subject 0.25 and more.
 MIN_SIMILARITY = 0.2
-CACHE_WORDS = 50_000  # distinct words whose token ids are kept (about 8 MiB at most)
+CACHE_WORDS = 100_000  # distinct words whose token ids are kept, in two generations (about 12 MiB at most)
 SHORTLIST = 1000  # passages nearest by their signs, whose exact cosine is computed
 
-TABLE = "CREATE TABLE IF NOT EXISTS meaning(blob TEXT PRIMARY KEY, vecs BLOB NOT NULL)"
+TABLE = "CREATE TABLE IF NOT EXISTS meaning(id INTEGER PRIMARY KEY AUTOINCREMENT, blob BLOB NOT NULL, vecs BLOB NOT NULL)"
+BACKFILL_BATCH = 200  # texts embedded per call of ``backfill``: a fraction of a second
 _PLAIN = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*")
 _OPERATORS = {"AND", "OR", "NOT"}
 
@@ -109,37 +115,61 @@ class Model:
         self._tok.no_padding()
         self._tok.no_truncation()
         self._table: np.ndarray[Any, Any] = table
-        self._cache: dict[str, list[int]] = {}
+        self._dense: np.ndarray[Any, Any] | None = None
+        # Two generations of words: a word met again moves to the young one, and when that is full
+        # the old one is dropped, so the words a collection repeats stay (clearing everything at once
+        # tokenized every word of 10,000 notes again and again: 66,000 distinct words).
+        self._young: dict[str, list[int]] = {}
+        self._old: dict[str, list[int]] = {}
         self._cache_lock = threading.Lock()
 
     def _ids(self, text: str) -> list[int]:
         """The token ids of ``text``, word by word through a cache: the tokenizer marks each word's
         start (a space becomes "▁") and no token spans two words, so the ids are those of the whole
         text, at a tenth of the tokenizer's time on the words a collection repeats."""
-        cache = self._cache
+        young = self._young
         out: list[int] = []
         for word in text.split():
-            ids = cache.get(word)
+            ids = young.get(word)
             if ids is None:
-                ids = self._tok.encode(word, add_special_tokens=False).ids
+                ids = self._old.get(word)
+                if ids is None:
+                    ids = self._tok.encode(word, add_special_tokens=False).ids
                 with self._cache_lock:
-                    if len(cache) >= CACHE_WORDS:
-                        cache.clear()
-                    cache[word] = ids
+                    if len(young) >= CACHE_WORDS // 2:
+                        self._old, self._young = young, {}
+                        young = self._young
+                    young[word] = ids
             out.extend(ids)
         return out
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
-        """Unit vectors (float32, one row per text); a text with no tokens gives zeros."""
+    def _dense_table(self) -> np.ndarray[Any, Any]:
+        """The kept dimensions of every token as float32 in memory (16 MiB), made once: summing
+        a passage's rows from it takes a third of the time that from the mapped float16 file does."""
         import numpy as np
 
-        out = np.zeros((len(texts), DIM), dtype=np.float32)
-        last = self._table.shape[0] - 1
+        with self._cache_lock:
+            if self._dense is None or self._dense.shape[1] != KEPT:
+                self._dense = np.ascontiguousarray(self._table[:, :KEPT], dtype=np.float32)
+            return self._dense
+
+    def embed(self, texts: Sequence[str], dense: bool = False) -> np.ndarray[Any, Any]:
+        """Unit vectors of ``KEPT`` dimensions (float32, one row per text); a text with no tokens
+        gives zeros. ``dense``: from the table in memory, for a writer's many texts; a query reads
+        the few pages of its tokens from the mapped file instead."""
+        import numpy as np
+
+        kept = KEPT
+        table = self._dense_table() if dense else self._table[:, :kept]
+        out = np.zeros((len(texts), kept), dtype=np.float32)
+        last = table.shape[0] - 1
         for i, text in enumerate(texts):
             ids = self._ids(text)
             if not ids:
                 continue
-            v = self._table[np.minimum(np.asarray(ids, dtype=np.int64), last)].sum(axis=0, dtype=np.float32)
+            if max(ids) > last:  # a tokenizer that knows more tokens than the table: the last stands in
+                ids = [min(t, last) for t in ids]
+            v = table[ids].sum(axis=0, dtype=np.float32)
             norm = float(np.linalg.norm(v))
             if norm > 0:
                 out[i] = v / norm
@@ -173,27 +203,62 @@ def passages(text: str, title: str, name: str) -> list[str]:
 
 
 def store(db: sqlite3.Connection, m: Model, blob: str, text: str, title: str, name: str) -> None:
-    """Embed a stored text's passages, once per text (copies share them)."""
+    """Embed the passages of a text the text store has just taken (copies share them: the writer
+    calls this only for a new text)."""
     import numpy as np
 
-    if db.execute("SELECT 1 FROM meaning WHERE blob=?", (blob,)).fetchone():
-        return
     parts = passages(text, title, name)
     if not parts:
         return
-    codes = np.rint(m.embed(parts) * SCALE).astype(np.int8)
-    db.execute("INSERT INTO meaning(blob, vecs) VALUES(?,?)", (blob, codes.tobytes()))
+    codes = np.rint(m.embed(parts, dense=True) * SCALE).astype(np.int8)
+    db.execute("INSERT INTO meaning(blob, vecs) VALUES(?,?)", (bytes.fromhex(blob), codes.tobytes()))
 
 
 def create(db: sqlite3.Connection) -> None:
+    """The table, made anew when an earlier release's (keyed by the checksum's text, 256 dimensions)
+    or another width is found: its vectors cannot be searched with these, ``backfill`` makes them again."""
+    if _has_table(db):
+        columns = [r[1] for r in db.execute("PRAGMA table_info(meaning)")]
+        width = db.execute("SELECT value FROM meta WHERE key='meaning_dims'").fetchone()
+        if columns == ["id", "blob", "vecs"] and width is not None and width[0] == str(KEPT):
+            return
+        db.execute("DROP TABLE meaning")
     db.execute(TABLE)
+    db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('meaning_dims', ?)", (str(KEPT),))
+
+
+def backfill(db: sqlite3.Connection, m: Model, read: Callable[[str], tuple[str, str] | None],
+             limit: int = BACKFILL_BATCH) -> int:
+    """Vectors for up to ``limit`` stored texts that have none (stored before meaning was on, or by
+    a release that kept them otherwise); ``read(blob)`` gives a text's (body, title), None when it
+    cannot be read. Returns how many were embedded: 0 when every text has its vectors."""
+    import numpy as np
+
+    have = {bytes(b) for (b,) in db.execute("SELECT blob FROM meaning")}
+    done = 0
+    for blob, path, uri in db.execute(
+            "SELECT blob, min(path), min(uri) FROM docs WHERE status='ok' AND blob IS NOT NULL GROUP BY blob").fetchall():
+        if bytes.fromhex(blob) in have:
+            continue
+        got = read(blob)
+        # A text that cannot be read still gets a row (no passages), so it is not read again each batch.
+        body, title = got if got is not None else ("", "")
+        parts = passages(body, title, os.path.basename(path or uri or ""))
+        codes = np.rint(m.embed(parts, dense=True) * SCALE).astype(np.int8) if parts else np.zeros((0, KEPT), np.int8)
+        db.execute("INSERT INTO meaning(blob, vecs) VALUES(?,?)", (bytes.fromhex(blob), codes.tobytes()))
+        have.add(bytes.fromhex(blob))
+        done += 1
+        if done >= limit:
+            break
+    return done
 
 
 def collect_garbage(db: sqlite3.Connection) -> int:
     """Drop the vectors of texts no document refers to any more (as the text store does its texts)."""
     if not _has_table(db):
         return 0
-    return db.execute("DELETE FROM meaning WHERE NOT EXISTS (SELECT 1 FROM docs WHERE docs.blob = meaning.blob)").rowcount
+    return db.execute("DELETE FROM meaning WHERE NOT EXISTS "
+                      "(SELECT 1 FROM docs WHERE docs.blob = lower(hex(meaning.blob)))").rowcount
 
 
 def _has_table(db: sqlite3.Connection) -> bool:
@@ -218,8 +283,8 @@ class _Loaded:
     key: tuple[int, int]
     blobs: list[str]
     owner: Any  # np.ndarray: the text (index in blobs) of each passage
-    rows: Any  # np.ndarray int8 (passages, DIM)
-    codes: Any  # np.ndarray uint64 (passages, DIM // 64): the signs of rows, for the first cut
+    rows: Any  # np.ndarray int8 (passages, KEPT)
+    codes: Any  # np.ndarray uint64 (passages, KEPT // 64): the signs of rows, for the first cut
 
 
 class MeaningVectors:
@@ -234,23 +299,24 @@ class MeaningVectors:
             return None
         import numpy as np
 
-        count, last = db.execute("SELECT count(*), coalesce(max(rowid), 0) FROM meaning").fetchone()
+        count, last = db.execute("SELECT count(*), coalesce(max(id), 0) FROM meaning").fetchone()
         key = (int(count), int(last))
         with self._lock:
             have = self._loaded.get(path)
             if have is not None and have.key == key:
                 return have
             # Into one array made to size: a list of the rows' bytes joined would hold them twice.
-            total = db.execute("SELECT coalesce(sum(length(vecs)), 0) FROM meaning").fetchone()[0] // DIM
-            rows = np.empty((total, DIM), dtype=np.int8)
+            dim = KEPT
+            total = db.execute("SELECT coalesce(sum(length(vecs)), 0) FROM meaning").fetchone()[0] // dim
+            rows = np.empty((total, dim), dtype=np.int8)
             blobs: list[str] = []
             counts: list[int] = []
             at, cut = 0, False
             for blob, vecs in db.execute("SELECT blob, vecs FROM meaning"):
-                n = min(len(vecs) // DIM, total - at)  # rows added since the count wait for the next load
-                cut = cut or n < len(vecs) // DIM
-                rows[at:at + n] = np.frombuffer(vecs, dtype=np.int8, count=n * DIM).reshape(n, DIM)
-                blobs.append(blob)
+                n = min(len(vecs) // dim, total - at)  # rows added since the count wait for the next load
+                cut = cut or n < len(vecs) // dim
+                rows[at:at + n] = np.frombuffer(vecs, dtype=np.int8, count=n * dim).reshape(n, dim)
+                blobs.append(blob.hex())
                 counts.append(n)
                 at += n
             rows = rows[:at]
@@ -277,7 +343,7 @@ class MeaningVectors:
         # First cut by the signs alone (a Hamming distance over 4 words per passage: a tenth of the
         # time of the product over the whole int8 matrix), then the exact cosine of the nearest.
         code = np.packbits(q > 0).view(np.uint64)
-        agree = DIM - np.bitwise_count(loaded.codes ^ code).sum(axis=1, dtype=np.int32)
+        agree = KEPT - np.bitwise_count(loaded.codes ^ code).sum(axis=1, dtype=np.int32)
         n = min(SHORTLIST, len(agree))
         near = np.argpartition(-agree, n - 1)[:n]
         exact = loaded.rows[near].astype(np.float32) @ q
@@ -292,38 +358,41 @@ class MeaningVectors:
 VECTORS = MeaningVectors()
 
 
-def fuse(path: str, db: sqlite3.Connection, searcher: tantivy.Searcher, schema: tantivy.Schema, query: str,
-         hits: list[Any]) -> tuple[list[Any], int]:
-    """``hits`` (score, address) of the words, fused by reciprocal rank with the documents nearest in
-    meaning; and how many of these the words had not found. Scores are the fused ones."""
+def near_hits(path: str, db: sqlite3.Connection, searcher: tantivy.Searcher, schema: tantivy.Schema,
+              query: str) -> list[tuple[int, Any]]:
+    """The documents nearest ``query`` in meaning, as (rank, address) of ``searcher``: every
+    document whose text is one of the nearest, the copies of a text sharing its rank."""
     import tantivy
 
     blobs = VECTORS.nearest(path, db, query)
     if not blobs:
-        return hits, 0
+        return []
     rank_of = {b: r for r, b in enumerate(blobs)}
     marks = ",".join("?" * len(blobs))
     uris = {uri: blob for uri, blob in db.execute(
         f"SELECT uri, blob FROM docs WHERE status='ok' AND blob IN ({marks})", blobs)}
     if not uris:
-        return hits, 0
+        return []
     found = searcher.search(tantivy.Query.term_set_query(schema, "uri", list(uris)), len(uris)).hits
-    by_address: dict[tuple[int, int], float] = {}
-    addresses: dict[tuple[int, int], Any] = {}
-    for r, (_, a) in enumerate(hits):
-        k = (a.segment_ord, a.doc)
-        by_address[k] = by_address.get(k, 0.0) + 1.0 / (RRF_K + r + 1)
-        addresses[k] = a
-    added = 0
+    out = []
     for _, a in found:
+        blob = uris.get(str(searcher.doc(a).get_first("uri")))
+        if blob is not None:
+            out.append((rank_of[blob], a))
+    return sorted(out, key=lambda ra: ra[0])
+
+
+def fuse(hits: list[Any], near: list[tuple[int, Any]]) -> tuple[list[Any], int]:
+    """``hits`` (score, address) of the words as they ranked, then the documents only meaning found
+    (``near_hits``), nearest first; and how many these are. A document that holds the query's words
+    ranks as it would without meaning: fused by reciprocal rank instead, exact-word known items lost
+    first places (docs/benchmarks.md, "Meaning search"), and meaning found no more."""
+    seen = {(a.segment_ord, a.doc) for _, a in hits}
+    low = min((float(score) for score, _ in hits), default=1.0)
+    extra = []
+    for rank, a in near:
         k = (a.segment_ord, a.doc)
-        uri = searcher.doc(a).get_first("uri")
-        blob = uris.get(str(uri))
-        if blob is None:
-            continue
-        if k not in addresses:
-            addresses[k] = a
-            added += 1
-        by_address[k] = by_address.get(k, 0.0) + MEANING_WEIGHT / (RRF_K + rank_of[blob] + 1)
-    ordered = sorted(by_address.items(), key=lambda kv: -kv[1])
-    return [(score, addresses[k]) for k, score in ordered], added
+        if k not in seen:
+            seen.add(k)
+            extra.append((low * 0.5 / (rank + 1), a))  # below every word hit, in meaning's order
+    return [*hits, *extra], len(extra)

@@ -98,22 +98,29 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
         # the commits loaded before still answer (the daemon cannot write new ones meanwhile).
         logger.debug("searching without the latest commits: %s", exc)
     searcher = coll.index.searcher()
+    # Meaning is asked once, before the words' window is widened for copies (below).
+    near = (meaning.near_hits(coll.catalog.path, coll.catalog.db, searcher, coll.index.schema, query)
+            if readable is None and not words and sort == "relevance" and similar is None
+            and meaning.plain_words(query) else [])
     if readable is not None:
         picked, total = _reader_hits(searcher, q, sort, offset + limit, collapse, readable)
         out = _results(coll, searcher, query, picked[offset:offset + limit], total, sort, snippets, readable)
     elif not collapse:
         # limit 0 panics inside tantivy (a BaseException): always ask for at least one hit.
-        result = searcher.search(q, max(1, limit), count=True, offset=offset, order_by_field=SORTS[sort])
-        out = _results(coll, searcher, query, result.hits[:limit], result.count or 0,  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
+        if near:  # the words' ranking from the top, to be fused
+            result = searcher.search(q, offset + limit, count=True, order_by_field=SORTS[sort])
+            hits, added = meaning.fuse(result.hits, near)
+            hits = hits[offset:offset + limit]
+        else:
+            result = searcher.search(q, max(1, limit), count=True, offset=offset, order_by_field=SORTS[sort])
+            hits, added = result.hits[:limit], 0
+        out = _results(coll, searcher, query, hits, (result.count or 0) + added,  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
                        sort, snippets, view)
     else:
         window = (offset + limit) * 3 + 20
         while True:
             result = searcher.search(q, window, count=True, order_by_field=SORTS[sort])
-            hits, added = result.hits, 0
-            if not words and sort == "relevance" and similar is None and meaning.plain_words(query):
-                hits, added = meaning.fuse(coll.catalog.path, coll.catalog.db, searcher, coll.index.schema,
-                                           query, hits)
+            hits, added = meaning.fuse(result.hits, near)
             picked = _collapse(searcher, hits, sort, view)
             if len(picked) >= offset + limit or len(result.hits) < window or window >= MAX_WINDOW:
                 break

@@ -17,11 +17,14 @@ class TextStore:
         self._zc = zstandard.ZstdCompressor(level=6)
         self._zd = zstandard.ZstdDecompressor()
 
-    def put(self, key: str, tagged: bytes) -> None:
+    def put(self, key: str, tagged: bytes) -> bool:
+        """Keep a text under its checksum; False when the store had it already (a copy's)."""
         begin(self.db)
-        if self.db.execute("SELECT 1 FROM texts WHERE key=?", (key,)).fetchone() is None:
-            self.db.execute("INSERT INTO texts(key, data, size) VALUES(?,?,?)",
-                            (key, self._zc.compress(tagged), len(tagged)))
+        if self.db.execute("SELECT 1 FROM texts WHERE key=?", (key,)).fetchone() is not None:
+            return False
+        self.db.execute("INSERT INTO texts(key, data, size) VALUES(?,?,?)",
+                        (key, self._zc.compress(tagged), len(tagged)))
+        return True
 
     def get(self, key: str) -> bytes | None:
         r = self.db.execute("SELECT data FROM texts WHERE key=?", (key,)).fetchone()

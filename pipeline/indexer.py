@@ -148,6 +148,7 @@ class Indexer:
             self.coll.commit()
             self.release()
         self.coll.collect_garbage()
+        self.coll.embed_missing(self.stop)
         summary.seconds = time.monotonic() - started
         return summary
 

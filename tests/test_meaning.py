@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from deskdex.index.meaning import KEPT
+
 from .conftest import CLI, DESKDEX, ROOT
 from .daemon_fixture import DaemonProcess
 
@@ -118,10 +120,11 @@ def test_vectors_are_stored_once_per_text_and_dropped_when_the_setting_is_off(in
     catalog = indexed.home / "data" / "catalog.sqlite"
     with sqlite3.connect(catalog) as db:
         rows = db.execute("SELECT count(*), min(length(vecs)) FROM meaning").fetchone()
-    assert rows[0] == len(DOCS) and rows[1] >= 256  # the title, name and text: one passage each
+    assert rows[0] == len(DOCS) and rows[1] == KEPT  # the title, name and text: one passage each
 
-    # The same files in another home with the setting off (its default): no vectors at all.
+    # The same files in another home with the setting off: no vectors at all.
     off = tmp_path / "off"
+    configure(off, "meaning = false\n")
     CLI(off).run("index", str(write_docs(tmp_path / "docs")))
     with sqlite3.connect(off / "data" / "catalog.sqlite") as db:
         assert db.execute("SELECT name FROM sqlite_master WHERE name='meaning'").fetchone() is None
@@ -134,6 +137,47 @@ def test_vectors_are_stored_once_per_text_and_dropped_when_the_setting_is_off(in
     CLI(was_on).run("index", str(tmp_path / "docs"))
     with sqlite3.connect(was_on / "data" / "catalog.sqlite") as db:
         assert db.execute("SELECT name FROM sqlite_master WHERE name='meaning'").fetchone() is None
+
+
+def test_a_copy_shares_its_texts_vectors_with_meaning_on_by_default(tmp_path: Path):
+    home = tmp_path / "home"  # no configuration: the defaults
+    docs = write_docs(tmp_path / "docs")
+    (docs / "soup copy.txt").write_text(DOCS["soup.txt"])
+    CLI(home).run("index", str(docs))
+    with sqlite3.connect(home / "data" / "catalog.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM meaning").fetchone()[0] == len(DOCS)
+    assert set(names(CLI(home).json("search", "cooking", "supper", "--all"))[:2]) == {"soup.txt", "soup copy.txt"}
+
+
+def test_an_index_made_without_meaning_gets_its_vectors_when_it_is_turned_on(tmp_path: Path):
+    home = tmp_path / "home"
+    docs = write_docs(tmp_path / "docs")
+    configure(home, "meaning = false\n")
+    CLI(home).run("index", str(docs))  # no vectors
+    assert CLI(home).json("search", "cooking", "supper")["hits"] == []
+    configure(home, "meaning = true\n")
+    CLI(home).run("index", str(docs))  # nothing changed on disk: the texts stored get their vectors
+    with sqlite3.connect(home / "data" / "catalog.sqlite") as db:
+        assert db.execute("SELECT count(*), min(length(vecs)) FROM meaning").fetchone() == (len(DOCS), KEPT)
+    assert names(CLI(home).json("search", "cooking", "supper"))[:1] == ["soup.txt"]
+
+
+def test_vectors_an_earlier_release_kept_are_made_again(indexed: CLI, tmp_path: Path):
+    # The first release of meaning kept 256 dimensions keyed by the checksum's text: searched with
+    # this release's vectors they would mean nothing, so the next writer makes them again.
+    home = tmp_path / "home"
+    shutil.copytree(indexed.home / "data", home / "data")
+    configure(home, "meaning = true\n")
+    with sqlite3.connect(home / "data" / "catalog.sqlite") as db:
+        blobs = [b for (b,) in db.execute("SELECT DISTINCT blob FROM docs WHERE blob IS NOT NULL")]
+        db.execute("DROP TABLE meaning")
+        db.execute("CREATE TABLE meaning(blob TEXT PRIMARY KEY, vecs BLOB NOT NULL)")
+        db.executemany("INSERT INTO meaning VALUES(?, ?)", [(b, bytes(256)) for b in blobs])
+    CLI(home).run("index", str(tmp_path / "docs") if (tmp_path / "docs").exists() else str(write_docs(tmp_path / "docs")))
+    with sqlite3.connect(home / "data" / "catalog.sqlite") as db:
+        assert [r[1] for r in db.execute("PRAGMA table_info(meaning)")] == ["id", "blob", "vecs"]
+        assert db.execute("SELECT count(*), min(length(vecs)) FROM meaning").fetchone() == (len(DOCS), KEPT)
+    assert names(CLI(home).json("search", "cooking", "supper"))[:1] == ["soup.txt"]
 
 
 def test_the_socket_guard_catches_a_connection():
