@@ -175,6 +175,8 @@ class Collection:
             self._writer = None
         self._tantivy = None
         self.catalog.release_memory()
+        if self.meaning is not None:
+            self.meaning.release_memory()
 
     @property
     def suspended(self) -> bool:
@@ -470,14 +472,14 @@ class Collection:
                 return None
             return (doc.body_text(), doc.title or "") if doc is not None else None
 
+        todo = meaning.missing(self.catalog.db)
         done = 0
-        while stop is None or not stop.is_set():
+        while done < len(todo) and (stop is None or not stop.is_set()):
+            batch = todo[done:done + meaning.BACKFILL_BATCH]
             self.catalog.begin()
-            n = meaning.backfill(self.catalog.db, self.meaning, read)
+            meaning.backfill(self.catalog.db, self.meaning, read, batch)
             self.catalog.commit()
-            done += n
-            if n < meaning.BACKFILL_BATCH:
-                break
+            done += len(batch)
         return done
 
     def _replay_pending(self) -> None:

@@ -26,6 +26,7 @@ import re
 import sqlite3
 import threading
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from deskdex.errors import ConfigError
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     import numpy as np
     import tantivy
 
-__all__ = ["Model", "MeaningVectors", "backfill", "drop_all", "fuse", "model", "near_hits", "plain_words"]
+__all__ = ["Model", "MeaningVectors", "backfill", "drop_all", "fuse", "missing", "model", "near_hits", "plain_words"]
 
 PASSAGE_WORDS = 150
 # Passages of one text at most: the first ones. A long text's beginning says what it is about,
@@ -53,7 +54,7 @@ CACHE_WORDS = 100_000  # distinct words whose token ids are kept, in two generat
 SHORTLIST = 1000  # passages nearest by their signs, whose exact cosine is computed
 
 TABLE = "CREATE TABLE IF NOT EXISTS meaning(id INTEGER PRIMARY KEY AUTOINCREMENT, blob BLOB NOT NULL, vecs BLOB NOT NULL)"
-BACKFILL_BATCH = 200  # texts embedded per call of ``backfill``: a fraction of a second
+BACKFILL_BATCH = 200  # texts embedded per committed batch of a backfill: a fraction of a second
 _PLAIN = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*")
 _OPERATORS = {"AND", "OR", "NOT"}
 
@@ -119,29 +120,52 @@ class Model:
         # Two generations of words: a word met again moves to the young one, and when that is full
         # the old one is dropped, so the words a collection repeats stay (clearing everything at once
         # tokenized every word of 10,000 notes again and again: 66,000 distinct words).
-        self._young: dict[str, list[int]] = {}
-        self._old: dict[str, list[int]] = {}
+        # Tuples, not lists: the collector stops tracking a tuple of ints, so 100,000 cached words
+        # cost its full collections nothing.
+        self._young: dict[str, tuple[int, ...]] = {}
+        self._old: dict[str, tuple[int, ...]] = {}
         self._cache_lock = threading.Lock()
+        # The tokenizer's normalizer only puts "▁" before the text and for each space, and it splits
+        # nothing before its BPE model: so a word's ids are the model's of "▁" + word. Checked on
+        # words of several kinds; a tokenizer file that does otherwise is used whole.
+        self._bpe: Any = self._tok.model
+        probe = ["Hello", "naïve", "co-operation,", "2024-12-06", "Ünïcödé", "日本語", "x"]
+        if any(self._tok.encode(w, add_special_tokens=False).ids != [t.id for t in self._bpe.tokenize("▁" + w)]
+               for w in probe):
+            self._bpe = None
 
     def _ids(self, text: str) -> list[int]:
         """The token ids of ``text``, word by word through a cache: the tokenizer marks each word's
         start (a space becomes "▁") and no token spans two words, so the ids are those of the whole
         text, at a tenth of the tokenizer's time on the words a collection repeats."""
-        young = self._young
-        out: list[int] = []
-        for word in text.split():
-            ids = young.get(word)
-            if ids is None:
-                ids = self._old.get(word)
-                if ids is None:
-                    ids = self._tok.encode(word, add_special_tokens=False).ids
-                with self._cache_lock:
-                    if len(young) >= CACHE_WORDS // 2:
-                        self._old, self._young = young, {}
-                        young = self._young
-                    young[word] = ids
-            out.extend(ids)
-        return out
+        words = text.split()
+        got = list(map(self._young.get, words))  # in C: most words are met again
+        if None in got:
+            with self._cache_lock:
+                for i, word in enumerate(words):
+                    if got[i] is None:
+                        got[i] = self._learn(word)
+        return list(chain.from_iterable(got))  # type: ignore[arg-type]  # no None is left
+
+    def _learn(self, word: str) -> tuple[int, ...]:
+        """A word's ids, from the old generation or the tokenizer, into the young one (the lock held)."""
+        ids = self._old.get(word)
+        if ids is None:
+            if self._bpe is not None:  # the tokenizer's own model, without its wrapping: half the time
+                ids = tuple(t.id for t in self._bpe.tokenize("▁" + word))
+            else:
+                ids = tuple(self._tok.encode(word, add_special_tokens=False).ids)
+        if len(self._young) >= CACHE_WORDS // 2:
+            self._old, self._young = self._young, {}
+        self._young[word] = ids
+        return ids
+
+    def release_memory(self) -> None:
+        """Drop what only a writer's many texts need (the table in memory, the words cached): an idle
+        daemon keeps the tokenizer and the mapped file a search embeds its query with."""
+        with self._cache_lock:
+            self._dense = None
+            self._young, self._old = {}, {}
 
     def _dense_table(self) -> np.ndarray[Any, Any]:
         """The kept dimensions of every token as float32 in memory (16 MiB), made once: summing
@@ -227,30 +251,27 @@ def create(db: sqlite3.Connection) -> None:
     db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('meaning_dims', ?)", (str(KEPT),))
 
 
+def missing(db: sqlite3.Connection) -> list[tuple[str, str]]:
+    """The stored texts that have no vectors (stored while meaning was off, or by a release that
+    kept them otherwise), as (blob, file name) of one document holding each."""
+    have = {bytes(b) for (b,) in db.execute("SELECT blob FROM meaning")}
+    return [(blob, os.path.basename(path or uri or "")) for blob, path, uri in db.execute(
+        "SELECT blob, min(path), min(uri) FROM docs WHERE status='ok' AND blob IS NOT NULL GROUP BY blob")
+        if bytes.fromhex(blob) not in have]
+
+
 def backfill(db: sqlite3.Connection, m: Model, read: Callable[[str], tuple[str, str] | None],
-             limit: int = BACKFILL_BATCH) -> int:
-    """Vectors for up to ``limit`` stored texts that have none (stored before meaning was on, or by
-    a release that kept them otherwise); ``read(blob)`` gives a text's (body, title), None when it
-    cannot be read. Returns how many were embedded: 0 when every text has its vectors."""
+             texts: Sequence[tuple[str, str]]) -> None:
+    """Vectors for ``texts`` (from ``missing``); ``read(blob)`` gives a text's (body, title), None
+    when it cannot be read: that text gets a row without passages, so it is not read again."""
     import numpy as np
 
-    have = {bytes(b) for (b,) in db.execute("SELECT blob FROM meaning")}
-    done = 0
-    for blob, path, uri in db.execute(
-            "SELECT blob, min(path), min(uri) FROM docs WHERE status='ok' AND blob IS NOT NULL GROUP BY blob").fetchall():
-        if bytes.fromhex(blob) in have:
-            continue
+    for blob, name in texts:
         got = read(blob)
-        # A text that cannot be read still gets a row (no passages), so it is not read again each batch.
         body, title = got if got is not None else ("", "")
-        parts = passages(body, title, os.path.basename(path or uri or ""))
+        parts = passages(body, title, name)
         codes = np.rint(m.embed(parts, dense=True) * SCALE).astype(np.int8) if parts else np.zeros((0, KEPT), np.int8)
         db.execute("INSERT INTO meaning(blob, vecs) VALUES(?,?)", (bytes.fromhex(blob), codes.tobytes()))
-        have.add(bytes.fromhex(blob))
-        done += 1
-        if done >= limit:
-            break
-    return done
 
 
 def collect_garbage(db: sqlite3.Connection) -> int:

@@ -226,7 +226,7 @@ def test_without_xdg_runtime_dir_the_fast_path_finds_the_daemon(short_home: Path
     (tmp_path / ".config" / "deskdex" / "config.toml").write_text(f"folders = [{json.dumps(str(docs))}]\n")
     daemon = subprocess.Popen([DESKDEX, "daemon"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # its first file starts the converters: slow on a loaded machine
         while True:
             st = subprocess.run([DESKDEX, "status", "--json"], env=env, capture_output=True, text=True, timeout=60)
             if st.returncode == 0 and json.loads(st.stdout).get("daemon") and json.loads(st.stdout)["state"] == "idle":
