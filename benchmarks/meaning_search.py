@@ -1,7 +1,8 @@
 """Meaning search (issue 32; docs/search.md, "Meaning"): what it gives and what it costs.
 
     nice -n 10 .venv/bin/python benchmarks/meaning_search.py [--home /tmp/ranking_home] \
-        [--corpus /tmp/corpora/mixed] [--work /tmp/meaning_bench] [--parts quality,notes] [--notes 10000]
+        [--corpus /tmp/corpora/mixed] [--work /tmp/meaning_bench] [--parts quality,notes,corpus] [--notes 10000]
+        [--repeat 5] [--corpus-repeat 1]
 
 quality: --home is a home holding the corpus indexed by the words (benchmarks/ranking_mrr.py makes one);
 it is copied to WORK/corpus_home and every stored text of the copy gets its vectors (no file is
@@ -13,8 +14,9 @@ Also: catalog size before and after, the vectors' memory in a searching process,
 of a search with snippets in process (fused and by words).
 
 notes: NOTES small real-text notes (paragraphs of the corpus's text files, one per file) indexed by
-the installed ``deskdex index`` with meaning off and on: CPU seconds (the command and its converter
-processes) and store size.
+the installed ``deskdex index`` with meaning off and on, alternated --repeat times: CPU seconds of the
+whole process tree (the command and its converter processes) and store size, medians.
+corpus: the same for the whole corpus (--corpus-repeat times; about 5 minutes a run on 2 cores).
 
 Results on stdout and in benchmarks/results/meaning_search.json.
 """
@@ -43,11 +45,6 @@ sys.path.insert(0, str(HERE))
 from ranking_mrr import DEPTH, rank, report  # noqa: E402  # the same counting as the ranking benchmark
 
 DESKDEX = str(Path(sys.executable).with_name("deskdex"))
-
-
-def children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 def own_cpu() -> float:
@@ -150,18 +147,26 @@ def notes(work: Path, corpus: Path, n: int, repeat: int) -> dict[str, Any]:
     folder = work / "notes"
     if not folder.is_dir():
         make_notes(folder, corpus, n)
-    out: dict[str, Any] = {"notes": n, "runs": repeat}
+    return off_and_on(work, folder, repeat, {"notes": n}, "notes")
+
+
+def off_and_on(work: Path, folder: Path, repeat: int, out: dict[str, Any], name: str) -> dict[str, Any]:
+    """``deskdex index FOLDER`` into a new home with meaning off, then on, ``repeat`` times: the CPU
+    of the whole process tree (benchmarks/recoll_proc.py ``measure``: the converters' fork server
+    outlives the command, so the command's own children's time would leave the converters out)."""
+    from recoll_proc import measure
+
+    out["runs"] = repeat
     runs: dict[str, list[dict[str, float]]] = {"false": [], "true": []}
     for _ in range(repeat):
         for setting in ("false", "true"):
-            home = work / f"notes_home_{setting}"
+            home = work / f"{name}_home_{setting}"
             shutil.rmtree(home, ignore_errors=True)
             (home / "config").mkdir(parents=True)
             (home / "config" / "config.toml").write_text(f"meaning = {setting}\n[ocr]\nenabled = false\n")
-            c0, t0 = children_cpu(), time.monotonic()
-            subprocess.run([DESKDEX, "--home", str(home), "index", str(folder)], check=True, stdout=subprocess.DEVNULL)
-            runs[setting].append({"cpu_s": children_cpu() - c0, "wall_s": time.monotonic() - t0,
-                                  "store_mib": store_bytes(home) / 2**20})
+            run = measure([DESKDEX, "--home", str(home), "index", str(folder)])
+            assert run.rc == 0, run.stderr
+            runs[setting].append({"cpu_s": run.cpu, "wall_s": run.wall, "store_mib": store_bytes(home) / 2**20})
     for setting, rs in runs.items():
         out[f"meaning_{setting}"] = {k: round(statistics.median(r[k] for r in rs), 2) for k in rs[0]}
         out[f"meaning_{setting}"]["cpu_s_each"] = [round(r["cpu_s"], 2) for r in rs]
@@ -179,6 +184,7 @@ def main() -> None:
     ap.add_argument("--parts", default="quality,notes")
     ap.add_argument("--notes", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=5, help="runs of the notes, off and on alternated")
+    ap.add_argument("--corpus-repeat", type=int, default=1, help="runs of the whole corpus, off and on alternated")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -200,6 +206,8 @@ def main() -> None:
         results["corpus_quality"] = quality(home, corpus)
     if "notes" in parts:
         results["notes"] = notes(work, Path(corpus), args.notes, args.repeat)
+    if "corpus" in parts:
+        results["corpus_indexing"] = off_and_on(work, Path(corpus), args.corpus_repeat, {"corpus": corpus}, "corpus")
     print(json.dumps(results, indent=1))
     out = HERE / "results" / "meaning_search.json"
     old = json.loads(out.read_text()) if out.exists() else {}

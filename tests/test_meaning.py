@@ -111,6 +111,15 @@ def test_an_exact_word_query_keeps_the_document_with_the_words_first(indexed: CL
     assert names(indexed.json("search", "brake"))[0] == "car.txt"
 
 
+def test_the_words_hits_rank_as_they_do_without_meaning(indexed: CLI):
+    # Meaning adds documents after the words' hits and never reorders these.
+    for query in (["cooking", "dinner"], ["the"], ["brake", "pads"]):
+        words = names(indexed.json("search", *query, "--words"))
+        both = names(indexed.json("search", *query))
+        assert words and both[:len(words)] == words, (query, words, both)
+    assert len(names(indexed.json("search", "cooking", "dinner"))) > 1  # soup.txt came after dinner.txt
+
+
 def test_a_query_with_a_filter_is_not_fused(indexed: CLI):
     # A filter asks for what the words say: meaning adds nothing that does not match them.
     assert indexed.json("search", "cooking", "supper", "ext:txt")["hits"] == []
@@ -223,3 +232,35 @@ def test_a_damaged_model_is_one_clear_error_at_start(tmp_path: Path, damage: str
     assert ("missing" if damage == "missing" else "cannot read") in p.stderr
     assert not (home / "data" / "catalog.sqlite").exists() or json.loads(
         CLI(home).run("status", "--json").stdout)["documents"] == 0
+
+
+def test_a_searcher_sees_every_change_of_the_vectors_without_counting_them(tmp_path: Path):
+    """The vectors a searching process holds are read again when a row was written or dropped,
+    told by the last row's number and a count of drops (index/meaning.py ``_version``), not by a
+    count(*) that reads the whole table at every search."""
+    from deskdex.index import meaning
+
+    db = sqlite3.connect(tmp_path / "catalog.sqlite")
+    db.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)")
+    db.execute("CREATE TABLE docs(blob TEXT, status TEXT)")
+    meaning.create(db)
+    vectors = meaning.MeaningVectors()
+    one = bytes([1] * KEPT)
+
+    def write(blob: str) -> None:
+        db.execute("INSERT INTO docs VALUES(?, 'ok')", (blob,))
+        db.execute("INSERT INTO meaning(blob, vecs) VALUES(?, ?)", (bytes.fromhex(blob), one))
+
+    write("aa" * 16)
+    write("bb" * 16)
+    first = vectors._load("x", db)
+    assert first is not None and first.blobs == ["aa" * 16, "bb" * 16]
+    assert vectors._load("x", db) is first  # nothing changed: held as it is
+    # The first row dropped: the last number is the same, the count of drops is not.
+    db.execute("DELETE FROM docs WHERE blob=?", ("aa" * 16,))
+    assert meaning.collect_garbage(db) == 1
+    again = vectors._load("x", db)
+    assert again is not None and again.blobs == ["bb" * 16]
+    write("cc" * 16)  # a row written: a new last number
+    last = vectors._load("x", db)
+    assert last is not None and last.blobs == ["bb" * 16, "cc" * 16]
