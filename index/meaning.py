@@ -116,6 +116,7 @@ class Model:
             raise ConfigError(f"meaning = true: cannot read the tokenizer file {tokenizer}: {exc}") from None
         self._tok.no_padding()
         self._tok.no_truncation()
+        self._clip = self._tok.get_vocab_size() > table.shape[0]  # then the table's last stands in
         self._table: np.ndarray[Any, Any] = table
         self._dense: np.ndarray[Any, Any] | None = None
         # Two generations of words: a word met again moves to the young one, and when that is full
@@ -191,7 +192,7 @@ class Model:
             ids = self._ids(text)
             if not ids:
                 continue
-            if max(ids) > last:  # a tokenizer that knows more tokens than the table: the last stands in
+            if self._clip and max(ids) > last:  # the tokenizer knows more tokens than the table
                 ids = [min(t, last) for t in ids]
             v = table[ids].sum(axis=0, dtype=np.float32)
             norm = float(v @ v) ** 0.5  # np.linalg.norm costs five times as much on one short vector
