@@ -131,9 +131,8 @@ def test_vectors_are_stored_once_per_text_and_dropped_when_the_setting_is_off(in
         rows = db.execute("SELECT count(*), min(length(vecs)) FROM meaning").fetchone()
     assert rows[0] == len(DOCS) and rows[1] == KEPT  # the title, name and text: one passage each
 
-    # The same files in another home with the setting off: no vectors at all.
+    # The same files in another home with the setting off (its default): no vectors at all.
     off = tmp_path / "off"
-    configure(off, "meaning = false\n")
     CLI(off).run("index", str(write_docs(tmp_path / "docs")))
     with sqlite3.connect(off / "data" / "catalog.sqlite") as db:
         assert db.execute("SELECT name FROM sqlite_master WHERE name='meaning'").fetchone() is None
@@ -148,8 +147,9 @@ def test_vectors_are_stored_once_per_text_and_dropped_when_the_setting_is_off(in
         assert db.execute("SELECT name FROM sqlite_master WHERE name='meaning'").fetchone() is None
 
 
-def test_a_copy_shares_its_texts_vectors_with_meaning_on_by_default(tmp_path: Path):
-    home = tmp_path / "home"  # no configuration: the defaults
+def test_a_copy_shares_its_texts_vectors(tmp_path: Path):
+    home = tmp_path / "home"
+    configure(home, "meaning = true\n")
     docs = write_docs(tmp_path / "docs")
     (docs / "soup copy.txt").write_text(DOCS["soup.txt"])
     CLI(home).run("index", str(docs))
