@@ -460,7 +460,7 @@ class Collection:
         """With meaning on, vectors for the stored texts that have none (stored while it was off, or
         by an earlier release), a committed batch at a time (index/meaning.py ``backfill``); stops
         between batches when ``stop`` is set, and the next pass goes on. How many were embedded."""
-        if self.meaning is None:
+        if self.meaning is None or not meaning.backfill_due(self.catalog.db):
             return 0
         from deskdex.converters import tagged
 
@@ -480,6 +480,10 @@ class Collection:
             meaning.backfill(self.catalog.db, self.meaning, read, batch)
             self.catalog.commit()
             done += len(batch)
+        if done == len(todo):
+            self.catalog.begin()
+            meaning.backfill_done(self.catalog.db)
+            self.catalog.commit()
         return done
 
     def _replay_pending(self) -> None:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import numpy as np
     import tantivy
 
-__all__ = ["Model", "MeaningVectors", "backfill", "drop_all", "fuse", "missing", "model", "near_hits", "plain_words"]
+__all__ = ["Model", "MeaningVectors", "backfill", "backfill_done", "backfill_due", "drop_all", "fuse", "missing", "model", "near_hits", "plain_words"]
 
 PASSAGE_WORDS = 150
 # Passages of one text at most: the first ones. A long text's beginning says what it is about,
@@ -229,13 +229,12 @@ def passages(text: str, title: str, name: str) -> list[str]:
 
 def store(db: sqlite3.Connection, m: Model, blob: str, text: str, title: str, name: str) -> None:
     """Embed the passages of a text the text store has just taken (copies share them: the writer
-    calls this only for a new text)."""
+    calls this only for a new text). A text without words gets a row without passages: every text
+    a writer with meaning on takes has its row, so only a table made anew needs a ``backfill``."""
     import numpy as np
 
     parts = passages(text, title, name)
-    if not parts:
-        return
-    codes = np.rint(m.embed(parts, dense=True) * SCALE).astype(np.int8)
+    codes = np.rint(m.embed(parts, dense=True) * SCALE).astype(np.int8) if parts else np.zeros((0, KEPT), np.int8)
     db.execute("INSERT INTO meaning(blob, vecs) VALUES(?,?)", (bytes.fromhex(blob), codes.tobytes()))
 
 
@@ -251,6 +250,18 @@ def create(db: sqlite3.Connection) -> None:
         _dropped(db)  # the new table numbers its rows from 1 again
     db.execute(TABLE)
     db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('meaning_dims', ?)", (str(KEPT),))
+    # The texts stored so far have no vectors: the next pass embeds them (``missing`` is a scan of
+    # every document, 0.2 s on 11,500: not for every pass, only until a backfill has ended).
+    db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('meaning_backfill', '1')")
+
+
+def backfill_due(db: sqlite3.Connection) -> bool:
+    """Whether stored texts may lack vectors: the table was made anew and no backfill has ended since."""
+    return db.execute("SELECT 1 FROM meta WHERE key='meaning_backfill'").fetchone() is not None
+
+
+def backfill_done(db: sqlite3.Connection) -> None:
+    db.execute("DELETE FROM meta WHERE key='meaning_backfill'")
 
 
 def missing(db: sqlite3.Connection) -> list[tuple[str, str]]:
@@ -266,14 +277,9 @@ def backfill(db: sqlite3.Connection, m: Model, read: Callable[[str], tuple[str, 
              texts: Sequence[tuple[str, str]]) -> None:
     """Vectors for ``texts`` (from ``missing``); ``read(blob)`` gives a text's (body, title), None
     when it cannot be read: that text gets a row without passages, so it is not read again."""
-    import numpy as np
-
     for blob, name in texts:
-        got = read(blob)
-        body, title = got if got is not None else ("", "")
-        parts = passages(body, title, name)
-        codes = np.rint(m.embed(parts, dense=True) * SCALE).astype(np.int8) if parts else np.zeros((0, KEPT), np.int8)
-        db.execute("INSERT INTO meaning(blob, vecs) VALUES(?,?)", (bytes.fromhex(blob), codes.tobytes()))
+        body, title = read(blob) or ("", "")
+        store(db, m, blob, body, title, name)
 
 
 def _version(db: sqlite3.Connection) -> tuple[int, int]:
@@ -347,7 +353,8 @@ class MeaningVectors:
                 return have
             # Into one array made to size: a list of the rows' bytes joined would hold them twice.
             dim = KEPT
-            total = db.execute("SELECT coalesce(sum(length(vecs)), 0) FROM meaning").fetchone()[0] // dim
+            total = db.execute("SELECT coalesce(sum(length(vecs)), 0) FROM meaning WHERE id <= ?",
+                               (key[0],)).fetchone()[0] // dim
             rows = np.empty((total, dim), dtype=np.int8)
             blobs: list[str] = []
             counts: list[int] = []

@@ -123,10 +123,10 @@ class DaemonProcess:
                 raise
         return self
 
-    def call(self, op: str, **args: Any) -> Any:
+    def call(self, op: str, timeout: float = 60, **args: Any) -> Any:
         from deskdex.clients.client import call
 
-        return call(self.socket, op, timeout=60, **args)
+        return call(self.socket, op, timeout=timeout, **args)
 
     def patience(self, quiet: float = QUIET_SECONDS) -> Patience:
         return Patience(quiet, self.proc.pid if self.proc is not None else None)

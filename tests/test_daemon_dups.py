@@ -29,11 +29,9 @@ def test_searches_and_indexing_go_on_while_dups_converts_a_slow_file(tmp_path: P
         done: dict[str, object] = {}
 
         def dups() -> None:
-            from deskdex.clients.client import call
-
             started = time.monotonic()
             try:  # a loaded machine converts the slow file in more than the fixture's 60 s
-                done["result"] = call(d.socket, "dups", timeout=300, path=str(slow))
+                done["result"] = d.call("dups", timeout=300, path=str(slow))
             except Exception as exc:  # noqa: BLE001 - reported by the assertion below
                 done["result"] = {"error": repr(exc)}
             done["seconds"] = time.monotonic() - started

@@ -168,6 +168,8 @@ def test_an_index_made_without_meaning_gets_its_vectors_when_it_is_turned_on(tmp
     CLI(home).run("index", str(docs))  # nothing changed on disk: the texts stored get their vectors
     with sqlite3.connect(home / "data" / "catalog.sqlite") as db:
         assert db.execute("SELECT count(*), min(length(vecs)) FROM meaning").fetchone() == (len(DOCS), KEPT)
+        # Done: the next passes do not look for texts without vectors again.
+        assert db.execute("SELECT 1 FROM meta WHERE key='meaning_backfill'").fetchone() is None
     assert names(CLI(home).json("search", "cooking", "supper"))[:1] == ["soup.txt"]
 
 
