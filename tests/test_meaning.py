@@ -131,8 +131,9 @@ def test_vectors_are_stored_once_per_text_and_dropped_when_the_setting_is_off(in
         rows = db.execute("SELECT count(*), min(length(vecs)) FROM meaning").fetchone()
     assert rows[0] == len(DOCS) and rows[1] == KEPT  # the title, name and text: one passage each
 
-    # The same files in another home with the setting off (its default): no vectors at all.
+    # The same files in another home with the setting off: no vectors at all.
     off = tmp_path / "off"
+    configure(off, "meaning = false\n")  # said, whatever the default is
     CLI(off).run("index", str(write_docs(tmp_path / "docs")))
     with sqlite3.connect(off / "data" / "catalog.sqlite") as db:
         assert db.execute("SELECT name FROM sqlite_master WHERE name='meaning'").fetchone() is None
@@ -266,3 +267,51 @@ def test_a_searcher_sees_every_change_of_the_vectors_without_counting_them(tmp_p
     write("cc" * 16)  # a row written: a new last number
     last = vectors._load("x", db)
     assert last is not None and last.blobs == ["bb" * 16, "cc" * 16]
+
+
+def test_a_writers_stored_vectors_are_the_unit_vectors_rounded():
+    """``Model.codes`` (a writer's: the word cache, the table in memory, one rounding per passage)
+    gives the bytes ``embed`` rounds to, whether a word is met for the first time or again, and a
+    query's vectors (the mapped file) are the same to float rounding."""
+    import numpy as np
+
+    from deskdex.index import meaning
+
+    m = meaning.Model(*meaning._files())
+    texts = [DOCS["soup.txt"], DOCS["car.txt"], "", "  ", "naïve co-operation, 2024-12-06 日本語 Ünïcödé",
+             DOCS["soup.txt"] + " " + DOCS["tax.txt"]]
+    words = [t.split() for t in texts]
+    cold = m.codes(words)  # every word new to the cache
+    warm = m.codes(words)  # every word cached
+    assert cold == warm and len(cold) == len(texts) * KEPT
+    dense = m.embed(texts, dense=True)
+    assert cold == np.rint(dense * meaning.SCALE).astype(np.int8).tobytes()
+    assert np.abs(dense - m.embed(texts)).max() < 1e-6
+    assert not dense[2].any() and not dense[3].any()  # no words: zeros
+    assert np.allclose(np.linalg.norm(dense[[0, 1, 4, 5]], axis=1), 1.0, atol=1e-5)
+    m.release_memory()  # an idle daemon's: the cache is dropped, the vectors stay the same
+    assert m.codes(words) == cold
+    # A writer embeds each text's passages as lists of words: those the passages' text splits into.
+    for text, title, name in ((DOCS["car.txt"], "Brake pads", "car.txt"), (" ".join(["word"] * 1000), "", "long.txt"),
+                              ("", "", ""), ("", "  A title\n", ""), (DOCS["tax.txt"], "", "")):
+        assert [p.split() for p in meaning.passages(text, title, name)] == meaning._passage_words(text, title, name)
+
+
+def test_a_new_catalog_needs_no_backfill_and_one_with_texts_does(tmp_path: Path):
+    """The table made in a catalog without stored texts: no flag, so the pass does not scan every
+    document for texts without vectors (each text a writer with meaning on takes gets its row).
+    Made in a catalog with texts (meaning was off, or an earlier release's table was dropped): the
+    flag is set and the next pass embeds them (the CLI test above shows the whole round)."""
+    from deskdex.index import meaning
+
+    db = sqlite3.connect(tmp_path / "catalog.sqlite")
+    db.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)")
+    db.execute("CREATE TABLE docs(blob TEXT, status TEXT, path TEXT, uri TEXT)")
+    db.execute("INSERT INTO docs VALUES(NULL, 'failed', '/n/bad.pdf', 'file:///n/bad.pdf')")  # a failure stores no text
+    meaning.create(db)
+    assert not meaning.backfill_due(db)
+    meaning.drop_all(db)  # meaning turned off, then texts stored, then on again
+    db.execute("INSERT INTO docs VALUES(?, 'ok', '/n/a.txt', 'file:///n/a.txt')", ("aa" * 16,))
+    meaning.create(db)
+    assert meaning.backfill_due(db)
+    assert meaning.missing(db) == [("aa" * 16, "a.txt")]
