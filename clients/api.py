@@ -65,6 +65,9 @@ class Hit:
     source: str  # "files" or "web"
     duplicates: int  # copies this hit stands for (search(..., all=True) lists them too)
     similar: int  # other documents of its cluster: other formats, versions (deskdex.similar lists them)
+    # Found by meaning alone: it holds none of the query's words, and comes after every hit that does
+    # (docs/search.md, "Meaning"; search(..., words=True) leaves such hits out).
+    related: bool = False
 
 
 @dataclass(frozen=True)
@@ -158,11 +161,12 @@ class Status:
 
 
 def search(query: str, limit: int = 10, *, offset: int = 0, sort: str = "relevance", all: bool = False,
-           snippets: bool = True, home: PathLike | None = None) -> Results:
+           snippets: bool = True, words: bool = False, home: PathLike | None = None) -> Results:
     """The documents matching ``query`` (the query language of ``deskdex search``, docs/search.md),
     best first; ``sort``: "relevance", "date" (newest first) or "size" (largest first); ``all``:
-    every copy, not one hit per group of copies; ``home``: as the command's ``--home`` (None:
-    $DESKDEX_HOME, else the platform's folders).
+    every copy, not one hit per group of copies; ``words``: by the words alone, without the documents
+    related by meaning that follow the words' hits (``Hit.related``); ``home``: as the command's
+    ``--home`` (None: $DESKDEX_HOME, else the platform's folders).
 
     >>> for hit in deskdex.search("budget type:sheet", limit=20):  # doctest: +SKIP
     ...     print(hit.path, hit.title, hit.mtime.date())
@@ -170,8 +174,9 @@ def search(query: str, limit: int = 10, *, offset: int = 0, sort: str = "relevan
     Raises QueryError (with ``position``) for a malformed query, IndexMissing before anything is
     indexed, BadArgs for an argument out of range."""
     check_args(OPS["search"], {"query": query, "limit": limit, "offset": offset, "sort": sort, "all": all,
-                               "snippets": snippets})
-    return _results(found(_given(home), query, limit=limit, offset=offset, sort=sort, all=all, snippets=snippets))
+                               "snippets": snippets, "words": words})
+    return _results(found(_given(home), query, limit=limit, offset=offset, sort=sort, all=all, snippets=snippets,
+                          words=words))
 
 
 def document(target: PathLike, *, query: str = "", max_blocks: int = 20_000, home: PathLike | None = None) -> Document:
@@ -277,7 +282,7 @@ def _hit(h: SearchHit) -> Hit:
                highlights=_spans(h.get("highlights")), mime=h["mime"], type=type_group(h["mime"]), ext=h["ext"],
                size=h["size"],
                mtime=_utc(h["mtime"]), page=h.get("page"), lang=h.get("lang"), source=h.get("source", "files"),
-               duplicates=h.get("duplicates") or 0, similar=h.get("similar") or 0)
+               duplicates=h.get("duplicates") or 0, similar=h.get("similar") or 0, related=bool(h.get("related")))
 
 
 def _results(answer: SearchResults) -> Results:

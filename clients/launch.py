@@ -106,7 +106,8 @@ def _through_daemon(args: dict[str, Any]) -> int | None:
     except DeskdexError:
         return None  # an error the full command line reports with all it knows
     try:
-        print_results(results, as_json=args["json"], paths=args["paths"], null=args["null"])
+        print_results(results, as_json=args["json"], paths=args["paths"], null=args["null"],
+                      folded=not (args["all"] or args["similar"]))
         sys.stdout.flush()
     except BrokenPipeError:  # `deskdex search x | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

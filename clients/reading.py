@@ -59,7 +59,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             print(f"deskdex: only {len(hits)} results", file=sys.stderr)
             return EXIT_ERROR
         return open_with_default_app(_target(hits[args.open - 1]))
-    print_results(results, as_json=args.json, paths=args.paths, null=args.null)
+    print_results(results, as_json=args.json, paths=args.paths, null=args.null, folded=not (args.all or args.similar))
     return 0
 
 

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from deskdex.protocol import Indexing, SearchHit, SearchResults
 
 BOLD, DIM, CYAN, YELLOW, RESET = "\033[1m", "\033[2m", "\033[36m", "\033[33m", "\033[0m"
+# Above the hits found by meaning alone (``related``): documents that hold none of the query's
+# words, ranked after every one that does (the CLI's and the tray's words).
+RELATED = "Related by meaning (without these words):"
 
 
 def _escaped(code: int) -> str:
@@ -55,28 +58,29 @@ def color() -> bool:
 
 
 def print_results(results: SearchResults, *, as_json: bool = False, paths: bool = False,
-                  null: bool = False) -> None:
+                  null: bool = False, folded: bool = True) -> None:
     """Print a search on stdout as ``deskdex search`` does: JSON; with ``paths``, each file's exact
     name for another program (one a line, or NUL-terminated with ``null``) or, on a terminal, one a
-    line made safe to read; else the listing (with colour and links on a terminal)."""
+    line made safe to read; else the listing (with colour and links on a terminal). ``folded``: each
+    hit stands for its copies (else, as with ``--all``, every copy is a hit of its own)."""
     out = sys.stdout
     if paths and (null or not out.isatty()):
         out.flush()
         out.buffer.write(raw_paths(results, b"\0" if null else b"\n"))
         out.buffer.flush()
         return
-    out.write(render_results(results, as_json=as_json, paths=paths, color=color()))
+    out.write(render_results(results, as_json=as_json, paths=paths, color=color(), folded=folded))
 
 
 def render_results(results: SearchResults, *, as_json: bool = False, paths: bool = False,
-                   color: bool = False) -> str:
+                   color: bool = False, folded: bool = True) -> str:
     """JSON (names exact), or for people: one file path a line, or the listing (with colour and
     links on a terminal)."""
     if as_json:
         return protocol.dumps(results, ascii_only=False, spaced=True) + "\n"
     if paths:
         return "".join(terminal_safe(h["path"]) + "\n" for h in _files(results))
-    return render_hits(results, color=color, links=color)
+    return render_hits(results, color=color, links=color, folded=folded)
 
 
 def _files(results: SearchResults) -> list[SearchHit]:
@@ -100,12 +104,14 @@ def raw_path(hit: Mapping[str, object]) -> bytes:
     return os.fsencode(path)
 
 
-def render_hits(results: SearchResults, color: bool, links: bool = False) -> str:
+def render_hits(results: SearchResults, color: bool, links: bool = False, folded: bool = True) -> str:
     hits = results["hits"]
     if not hits:
         return count_line(0, 0, 0, False, results.get("indexing")) + "\n"
     out = []
     for n, h in enumerate(hits, 1):
+        if h.get("related") and (n == 1 or not hits[n - 2].get("related")):
+            out.append(f"{BOLD}{RELATED}{RESET}\n" if color else RELATED + "\n")
         date = time.strftime("%Y-%m-%d", time.localtime(h["mtime"])) if h.get("mtime") else ""
         where = terminal_safe(shown_location(h))
         title = terminal_safe(h.get("title") or "") or where
@@ -118,26 +124,38 @@ def render_hits(results: SearchResults, color: bool, links: bool = False) -> str
             out.append(f"{n}. {title}\n   {where}  {date}  {human(h['size'])}{more}\n")
         if h.get("snippet"):
             out.append("   " + highlight(h["snippet"], h.get("highlights") or [], color) + "\n")
-    copies = sum(h.get("duplicates") or 0 for h in hits)
+    # Listed one a row (--all), the copies are among the hits: none is folded into another.
+    copies = sum(h.get("duplicates") or 0 for h in hits) if folded else 0
     # Copies folded into a hit are counted apart: "5 of 6 results" above five rows read as if one were missing.
     beyond = results["total"] > len(hits) + copies  # more than listed: --limit, --offset
-    out.append(count_line(len(hits), copies, results["total"], beyond, results.get("indexing")) + "\n")
+    out.append(count_line(len(hits), copies, results["total"], beyond, results.get("indexing"),
+                          sum(1 for h in hits if h.get("related")), results.get("related", 0)) + "\n")
     return "".join(out)
 
 
-def count_line(rows: int, copies: int, total: int, more: bool, indexing: Indexing | None = None) -> str:
+def count_line(rows: int, copies: int, total: int, more: bool, indexing: Indexing | None = None,
+               related: int = 0, related_total: int = 0) -> str:
     """What ``deskdex search`` (under its hits) and the tray's window (above them) say of ``rows``
     results listed, which stand for ``copies`` copies besides, of ``total`` matching documents (copies
     included); ``more``: more results are to come; ``indexing``: the search answer's, from a daemon
-    still indexing: "no results" alone would read as "not there", and more may match once it is done."""
+    still indexing: "no results" alone would read as "not there", and more may match once it is done.
+    ``related``: how many of the rows meaning alone found (they hold none of the words), and
+    ``related_total`` how many of ``total``: said apart, so that "5 results" or "5 matching documents"
+    never counts documents without the words searched."""
     busy = protocol.indexing_said(indexing) if indexing else ""
     if not rows:
         return f"no results yet: {busy}; more may match when it is done" if busy else "no results"
     folded = f" (+{copies:,} cop{'y' if copies == 1 else 'ies'})" if copies else ""
+    worded = rows - related
     if more:
-        line = f"first {rows:,} results{folded} of {total:,} matching documents"
+        line = f"first {rows:,} results{folded} of {total - related_total:,} matching documents"
+        related = related_total
+    elif not worded:
+        line = "no results"
     else:
-        line = f"{rows:,} result{'s' if rows != 1 else ''}{folded}"
+        line = f"{worded:,} result{'s' if worded != 1 else ''}{folded}"
+    if related:
+        line += f"; {related:,} related by meaning" if worded or more else f", {related:,} related by meaning"
     return f"{line} ({busy}; more may match when it is done)" if busy else line
 
 

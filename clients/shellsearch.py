@@ -264,7 +264,7 @@ class Provider:
                 logger.info("no metas for unknown result id %r", rid)
                 continue
             own, generic = icon_names(hit["mime"])
-            metas.append({"id": ("s", rid), "name": ("s", _name(hit)), "description": ("s", _where(hit)),
+            metas.append({"id": ("s", rid), "name": ("s", _name(hit)), "description": ("s", _described(hit)),
                           "clipboardText": ("s", _target(hit)),  # what Ctrl+C on the row copies (recent GNOME)
                           # a GThemedIcon's string form: the theme's own icon, else the generic one
                           "gicon": ("s", f". GThemedIcon {own} {generic}" if own != generic else generic)})
@@ -302,7 +302,7 @@ class Provider:
         return [(h["uri"], _name(h), icon_names(h["mime"])[0], POSSIBLE_MATCH,
                  # KRunner sorts every runner's matches by relevance (0..1): deskdex's order, scaled
                  max(0.0, min(1.0, 0.7 * h["score"] / top)),
-                 {"subtext": ("s", _where(h)), "urls": ("as", [h["uri"]]),
+                 {"subtext": ("s", _described(h)), "urls": ("as", [h["uri"]]),
                   "actions": ("as", [a[0] for a in ACTIONS if a[0] != "open-folder" or h["source"] != "web"])})
                 for h in hits]
 
@@ -463,6 +463,12 @@ def _where(hit: SearchHit) -> str:
     home = os.path.expanduser("~")
     path = hit["path"]
     return "~" + path[len(home):] if home != "/" and path.startswith(home + "/") else path
+
+
+def _described(hit: SearchHit) -> str:
+    """The line under a hit's name: its place, and for one found by meaning alone (it holds none of
+    the words typed: docs/search.md, "Meaning") that it is related, so that no one reads it as a match."""
+    return f"related by meaning · {_where(hit)}" if hit.get("related") else _where(hit)
 
 
 def _target(hit: SearchHit) -> str:

@@ -61,6 +61,9 @@ if TYPE_CHECKING:
         similar: int  # the other documents of its cluster (other formats, versions, translations): never hidden
         lang: str | None  # ISO 639-1 code of the language detected in its text; None: not told
         page: int | None  # paged documents: the 1-based page of the snippet's first highlight; else None
+        # Found by meaning alone (docs/search.md, "Meaning"): it holds none of the query's words, and
+        # ranks after every hit that does. Clients show such hits apart, as "related".
+        related: bool
 
     class FacetValue(TypedDict):
         value: str
@@ -83,6 +86,7 @@ if TYPE_CHECKING:
     class SearchResults(TypedDict):
         total: int
         hits: list[SearchHit]
+        related: NotRequired[int]  # of total, the documents found by meaning alone (hits marked related)
         facets: NotRequired[Facets]  # with the search op's facets argument
         indexing: NotRequired[Indexing]  # from a daemon that is indexing: more may match once it is done
 
@@ -223,8 +227,8 @@ OPS: dict[str, Op] = {op.name: op for op in (
                                  "the query, which may then be empty; none collapsed", nullable=True),
        Arg("facets", bool, False, "also count the first 1,000 matches by type, language, folder and year, each "
                                   "value with the filter that narrows the query to it"),
-       Arg("words", bool, False, "by the words alone: not fused with the documents nearest in meaning (the "
-                                 "setting meaning; docs/search.md, \"Meaning\")"),
+       Arg("words", bool, False, "by the words alone: without the documents related by meaning (hits marked "
+                                 "related, after the words' hits; docs/search.md, \"Meaning\")"),
        public=True),
     Op("document", "One indexed document: {uri, path, title, mime, size, mtime, lang, pages, source, cluster, "
                    "duplicates, similar, blocks: [{kind, level, text, page, boilerplate, marks}], marks, truncated}; "

@@ -267,10 +267,10 @@ SETTINGS: tuple[Setting, ...] = (
             low=0, high=16),
     Setting("dup_min_similarity", 0.5, "Near-duplicates: least share of word 5-gram fingerprints in common.",
             low=0, high=1),
-    Setting("meaning", False, "Find documents by meaning too (docs/search.md, \"Meaning\"): passages of each text "
-                              "are embedded while indexing (a small model shipped with deskdex, offline) and a search "
-                              "ranks the documents nearest in meaning after those its words find; false: no vectors "
-                              "are made, and those made are dropped."),
+    Setting("meaning", True, "Find documents by meaning too (docs/search.md, \"Meaning\"): passages of each text "
+                             "are embedded while indexing (a small model shipped with deskdex, offline) and a search "
+                             "lists the documents nearest in meaning that hold none of its words after those its "
+                             "words find, marked as related; false: no vectors are made, and those made are dropped."),
     Setting("index_on_battery", False, "Keep indexing when the computer runs on battery (else wait for power)."),
     Setting("release_after", 20.0, "Quiet seconds after which the daemon ends its converters and closes the index.",
             low=0.1, high=604800),

@@ -150,10 +150,11 @@ class Settings:
     """Near-duplicates: most simhash bits two documents may differ in (docs/duplicates.md). Allowed: 0 to 16."""
     dup_min_similarity: float = 0.5
     """Near-duplicates: least share of word 5-gram fingerprints in common. Allowed: 0 to 1."""
-    meaning: bool = False
+    meaning: bool = True
     """Find documents by meaning too (docs/search.md, "Meaning"): passages of each text are embedded while indexing
-    (a small model shipped with deskdex, offline) and a search ranks the documents nearest in meaning after those
-    its words find; false: no vectors are made, and those made are dropped. Allowed: true or false."""
+    (a small model shipped with deskdex, offline) and a search lists the documents nearest in meaning that hold
+    none of its words after those its words find, marked as related; false: no vectors are made, and those made
+    are dropped. Allowed: true or false."""
     index_on_battery: bool = False
     """Keep indexing when the computer runs on battery (else wait for power). Allowed: true or false."""
     release_after: float = 20.0

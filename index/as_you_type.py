@@ -66,3 +66,14 @@ def _prefixable(word: str) -> bool:
         return False
     terms = fulltext.analyze_path(word)
     return len(terms) == 1 and len(terms[0]) >= 2
+
+
+_REWRITTEN = re.compile(r"\(([^\s():*~\"]+) OR \1\*\)$")
+
+
+def as_typed(query: str) -> str:
+    """``query`` as it was typed before ``prefix_last_word`` rewrote it (the last word alone): what
+    meaning search embeds (index/meaning.py), which knows no prefixes."""
+    m = _REWRITTEN.search(query)
+    return query[:m.start()] + m.group(1) if m else query
+

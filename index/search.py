@@ -19,6 +19,7 @@ from . import meaning
 from . import query as query_language
 from .query import WordStats
 from .access import EVERYONE
+from .as_you_type import as_typed
 from .collection import Collection
 from .facets import MAX_COUNTED, FacetCounts
 from .facets import count as count_facets
@@ -99,9 +100,10 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
         logger.debug("searching without the latest commits: %s", exc)
     searcher = coll.index.searcher()
     # Meaning is asked once, before the words' window is widened for copies (below).
-    near = (meaning.near_hits(coll.catalog.path, coll.catalog.db, searcher, coll.index.schema, query)
+    typed = as_typed(query)  # a search as you type: the word being typed, not its prefix pattern
+    near = (meaning.near_hits(coll.catalog.path, coll.catalog.db, searcher, coll.index.schema, typed)
             if readable is None and not words and sort == "relevance" and similar is None
-            and meaning.plain_words(query) else [])
+            and meaning.plain_words(typed) else [])
     if readable is not None:
         picked, total = _reader_hits(searcher, q, sort, offset + limit, collapse, readable)
         out = _results(coll, searcher, query, picked[offset:offset + limit], total, sort, snippets, readable)
@@ -109,18 +111,20 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
         # limit 0 panics inside tantivy (a BaseException): always ask for at least one hit.
         if near:  # the words' ranking from the top, to be fused
             result = searcher.search(q, offset + limit, count=True, order_by_field=SORTS[sort])
-            hits, added = meaning.fuse(result.hits, near)
+            hits, related, added = _fused(searcher, coll.index.schema, q, result, near)
             hits = hits[offset:offset + limit]
         else:
             result = searcher.search(q, max(1, limit), count=True, offset=offset, order_by_field=SORTS[sort])
-            hits, added = result.hits[:limit], 0
+            hits, related, added = result.hits[:limit], set(), 0
         out = _results(coll, searcher, query, hits, (result.count or 0) + added,  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
-                       sort, snippets, view)
+                       sort, snippets, view, related)
+        if added:
+            out["related"] = added
     else:
         window = (offset + limit) * 3 + 20
         while True:
             result = searcher.search(q, window, count=True, order_by_field=SORTS[sort])
-            hits, added = meaning.fuse(result.hits, near)
+            hits, related, added = _fused(searcher, coll.index.schema, q, result, near)
             picked = _collapse(searcher, hits, sort, view)
             if len(picked) >= offset + limit or len(result.hits) < window or window >= MAX_WINDOW:
                 break
@@ -128,7 +132,9 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
             # (each hit looked at is a document read).
             window = min(window * 4, MAX_WINDOW)
         total = (result.count or 0) + added  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
-        out = _results(coll, searcher, query, picked[offset:offset + limit], total, sort, snippets, view)
+        out = _results(coll, searcher, query, picked[offset:offset + limit], total, sort, snippets, view, related)
+        if added:
+            out["related"] = added
     if facets:
         out["facets"] = _facet_counts(searcher, q, sort, readable).answer()
     return out
@@ -302,17 +308,39 @@ def _readable_originals(searcher: tantivy.Searcher, picked: list[Any], known: li
     return out
 
 
+def _fused(searcher: tantivy.Searcher, schema: tantivy.Schema, q: tantivy.Query, result: Any,
+           near: list[tuple[int, Any]]) -> tuple[list[Any], set[tuple[int, int]], int]:
+    """The words' hits of ``result`` then, when these are all the words' matches, the documents only
+    meaning found (``meaning.fuse``); the addresses of these, and how many there are in all: the
+    documents of ``near`` that ``q`` does not match, asked of the index, so that every page of a
+    search tells the same total, whether or not it reaches the end of the words' hits."""
+    if not near:
+        return result.hits, set(), 0
+    uris = [str(searcher.doc(a).get_first("uri")) for _, a in near]
+    among = tantivy.Query.boolean_query([(tantivy.Occur.Must, q),
+                                         (tantivy.Occur.Must, tantivy.Query.term_set_query(schema, "uri", uris))])
+    worded = {(a.segment_ord, a.doc) for _, a in searcher.search(among, len(near)).hits}
+    alone = [(rank, a) for rank, a in near if (a.segment_ord, a.doc) not in worded]
+    if (result.count or 0) > len(result.hits):  # more words' hits than fetched: none of meaning's yet
+        return result.hits, set(), len(alone)
+    hits, added = meaning.fuse(result.hits, alone)
+    return hits, {(a.segment_ord, a.doc) for _, a in hits[len(hits) - added:]}, len(alone)
+
+
 def _results(coll: Collection, searcher: tantivy.Searcher, query: str, hits: list[Any], total: int,
-             sort: str, snippets: bool, view: ReadableClusters) -> SearchResults:
+             sort: str, snippets: bool, view: ReadableClusters,
+             related: set[tuple[int, int]] | None = None) -> SearchResults:
     """Hits with their stored fields, snippets, and counts of copies and similar documents (a
-    reader's when ``view`` is one reader's)."""
+    reader's when ``view`` is one reader's); those at an address of ``related`` are marked as found
+    by meaning alone."""
+    related = related or set()
     docs = [(score, searcher.doc(address).to_dict()) for score, address in hits]
     maker = Snippets(query) if snippets and docs else None
     langs = [_one(d, "lang") or None for _, d in docs]
     present = _present(searcher, coll.index.schema, maker, [_one(d, "uri") for _, d in docs],
                        [address for _, address in hits], langs) if maker else []
     out: list[SearchHit] = []
-    for i, (score, d) in enumerate(docs):
+    for i, ((score, d), (_, address)) in enumerate(zip(docs, hits)):
         blob = _one(d, "blob")
         made = maker.snippet(coll.catalog.texts.open(blob) if blob else None, present[i], langs[i]) if maker else None
         cluster = int(_one(d, "cluster", 0))
@@ -327,7 +355,7 @@ def _results(coll: Collection, searcher: tantivy.Searcher, query: str, hits: lis
                     "source": _one(d, "source", "files"), "cluster": cluster,
                     "highlights": made.spans if made else None, "page": made.page if made else None,
                     "duplicates": max(0, len(copies) - 1), "similar": len(members) - len(copies),
-                    "lang": langs[i]})
+                    "lang": langs[i], "related": (address.segment_ord, address.doc) in related})
     return {"total": total, "hits": out}
 
 

@@ -158,6 +158,20 @@ class CLI:
         return json.loads(self.run(*args, "--json").stdout)
 
 
+def worded(results: dict) -> list[dict]:
+    """A search's hits that hold the query's words: those meaning alone found follow them, marked
+    ``related`` (docs/search.md, "Meaning"; tests/test_related.py tests them)."""
+    return [h for h in results["hits"] if not h.get("related")]
+
+
+def worded_lines(listing: str) -> list[str]:
+    """``deskdex search``'s listing down to the heading of the hits related by meaning alone."""
+    from deskdex.clients.render import RELATED
+
+    lines = listing.splitlines()
+    return lines[:lines.index(RELATED)] if RELATED in lines else lines
+
+
 @pytest.fixture
 def cli(home: Path) -> CLI:
     return CLI(home)

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from .conftest import DESKDEX, ROOT
+from .conftest import DESKDEX, ROOT, worded
 
 QUIET_SECONDS = 30.0  # the longest wait, in seconds of a quiet machine (see Patience)
 WALL_CAP = 1800.0  # and in wall-clock seconds, however busy the machine
@@ -151,7 +151,8 @@ class DaemonProcess:
         raise AssertionError(f"waited {patience} for {what}; last status {last}\n{self.log.read_text()[-3000:]}")
 
     def search(self, query: str, **kw: Any) -> list[str]:
-        return sorted(h["path"] for h in self.call("search", query=query, limit=100, **kw)["hits"])
+        """The paths of the documents holding ``query``'s words, sorted (not those related by meaning)."""
+        return sorted(h["path"] for h in worded(self.call("search", query=query, limit=100, **kw)))
 
     def eventually(self, query: str, expected: list[str], quiet: float = QUIET_SECONDS) -> None:
         patience = self.patience(quiet)

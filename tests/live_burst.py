@@ -417,5 +417,6 @@ def settle_and_compare(daemon: Any, root: Path, marker: Path, marker_word: str,
     daemon.wait_for(lambda st: st["state"] == "idle" and st["queue"] == 0, quiet=120, what="the daemon idle")
     disk = disk_state(root, excluded)
     catalog = catalog_state(daemon.home / "data")
-    hits = daemon.call("search", query=COMMON, limit=10_000, all=True, snippets=False)["hits"]
+    # By the words alone: what the full-text index holds, not the documents related by meaning.
+    hits = daemon.call("search", query=COMMON, limit=10_000, all=True, snippets=False, words=True)["hits"]
     return compare(disk, catalog, {h["path"] for h in hits})

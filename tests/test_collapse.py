@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import CLI, make_docx
+from .conftest import CLI, make_docx, worded, worded_lines
 from .test_dups_cli import text
 from .test_dups_kinds import edited
 from .test_tray import qapp, wait_for, xvfb  # noqa: F401  (fixtures)
@@ -48,7 +48,7 @@ def docs(cli: CLI, tmp_path: Path) -> Path:
 def hits_named(cli: CLI, *args: str) -> dict[str, dict]:
     res = cli.json("search", *args, "--limit", "50")
     return {"/".join(Path(h["path"]).parts[-2:]) if "handbook" in h["path"] else Path(h["path"]).name: h
-            for h in res["hits"]}
+            for h in worded(res)}
 
 
 def test_an_exact_copy_is_collapsed(docs: Path, cli: CLI):
@@ -86,9 +86,9 @@ def test_a_copy_that_matches_better_is_the_one_shown(docs: Path, cli: CLI):
 
 
 def test_the_text_output_says_how_many_are_similar(docs: Path, cli: CLI):
-    lines = cli.run("search", "orchard", "plan").stdout.splitlines()
+    lines = worded_lines(cli.run("search", "orchard", "plan").stdout)
     assert sum(line.endswith("  1 similar") for line in lines) == 2, lines
-    lines = cli.run("search", "harbour", "notes").stdout.splitlines()
+    lines = worded_lines(cli.run("search", "harbour", "notes").stdout)
     assert lines[1].endswith("  1 duplicate"), lines
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from deskdex.converters.detect import extension, sniff
 
-from .conftest import CLI
+from .conftest import CLI, worded
 
 
 def message(subject: str, body: str, attachment: tuple[str, bytes] | None = None) -> bytes:
@@ -78,7 +78,7 @@ def test_thunderbird_and_maildir_indexed_and_searched(cli: CLI, tmp_path: Path) 
     assert summary["failed"] == 0 and summary["indexed"] == 4  # Inbox, notes, cur/ and new/: no .msf, no tmp/
 
     def hits(*words: str) -> list[dict[str, str]]:
-        return list(cli.json("search", *words, "--limit", "50")["hits"])
+        return worded(cli.json("search", *words, "--limit", "50"))
 
     def found(*words: str) -> list[str]:
         """Each hit's URI below the tree, undone of its escapes (a member's after its "#")."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import CLI
+from .conftest import CLI, worded
 from deskdex.converters import language
 from deskdex.errors import QueryError
 from deskdex.index import Collection, search
@@ -64,7 +64,7 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[CLI, Path]:
 
 
 def found(cli: CLI, query: str) -> list[str]:
-    return sorted(Path(h["path"]).name for h in cli.json("search", query, "--limit", "50")["hits"])
+    return sorted(Path(h["path"]).name for h in worded(cli.json("search", query, "--limit", "50")))
 
 
 def test_a_latin_word_glued_to_cjk_is_found_alone(indexed):
@@ -82,7 +82,7 @@ def test_cyrillic_glued_to_latin_splits(indexed):
 
 def test_words_of_file_names(indexed):
     cli, _ = indexed
-    hits = cli.json("search", "example")["hits"]
+    hits = worded(cli.json("search", "example"))
     assert [Path(h["path"]).name for h in hits] == ["examples-emb_spreadsheet.odp"]
     assert hits[0]["title"] == "Embedded tables"  # found by its name, not its title
     assert found(cli, "report") == ["MyReport2024.txt"]
@@ -93,7 +93,7 @@ def test_words_of_file_names(indexed):
 
 def test_an_archive_members_own_name_counts(indexed):
     cli, _ = indexed
-    hits = cli.json("search", "budget")["hits"]
+    hits = worded(cli.json("search", "budget"))
     assert [h["uri"].rsplit("#", 1)[1] for h in hits] == ["inner/QuarterlyBudgetPlan.txt"]
     assert [h["uri"].rsplit("#", 1)[1] for h in cli.json("search", "plan")["hits"]] == ["inner/QuarterlyBudgetPlan.txt"]
 

@@ -384,7 +384,7 @@ def test_typing_a_prefix_paging_and_the_context_menu(qapp: Any, winds: tuple[Dae
     from deskdex.clients.tray.search_window import LIMIT, PATH_ROLE
 
     daemon, paths = winds
-    assert daemon.call("search", query="zep")["total"] == 0  # the query language matches whole words
+    assert daemon.call("search", query="zep", words=True)["total"] == 0  # the query language matches whole words
     t = TrayApp(daemon.socket, poll_ms=3_600_000)
     t.start()
     try:

@@ -216,8 +216,9 @@ class WebApp:
         sort = sort if sort in protocol.SORTS else "relevance"
         page = _bounded_int(p.get("page"), 1, 1, MAX_PAGE)
         similar = p.get("similar") or None
+        words = p.get("words") == "1"  # by the words alone: no documents related by meaning
         values: dict[str, Any] = {"q": q, "sort": sort, "page": page, "sorts": protocol.SORTS, "similar": similar,
-                                  "results": None, "error": None, "pages": 0, "took_ms": None}
+                                  "words": words, "results": None, "error": None, "pages": 0, "took_ms": None}
         if not q.strip() and not similar:
             return values
         # While typing (the script's searches as you type), the unfinished last word also matches as a
@@ -226,7 +227,8 @@ class WebApp:
         started = time.perf_counter()
         try:
             results = await self.call(session, "search", query=query, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE,
-                                       sort=sort, snippets=True, facets=facets and similar is None, similar=similar)
+                                       sort=sort, snippets=True, facets=facets and similar is None, similar=similar,
+                                       words=words)
         except DeskdexError as exc:
             values["error"] = protocol.error_object(exc, self.anyone(session))
             return values

@@ -10,6 +10,8 @@ four matching files, never "4 results" above two rows; while more are to come, "
 60 matching documents", the copies among them included.
 
 As you type, the word at the end also matches as a prefix (``zep`` finds ``zephyr``: index/as_you_type.py).
+After the documents holding the words come those related by meaning, marked so ("Words only" leaves them
+out; docs/search.md, "Meaning").
 The first ``LIMIT`` results show, and "More results" adds the next ``LIMIT`` each time. A result's context
 menu opens it, opens its folder or copies its path. With no daemon, searches read the index directly
 (offline.py) and the window says so.
@@ -62,6 +64,7 @@ HIT_ROLE = Qt.ItemDataRole.UserRole + 1   # the hit as the daemon sent it (top-l
 HTML_ROLE = Qt.ItemDataRole.UserRole + 2  # what the delegate paints
 PATH_ROLE = Qt.ItemDataRole.UserRole + 3  # the file Enter opens (copies too); "" on a line that names none
 SETTLE_MS = 1500  # a query whose results have shown this long without a key typed goes into the history
+RELATED_BADGE = "related by meaning"  # on a hit holding none of the words typed (docs/search.md, "Meaning")
 SORT_NAMES = {"relevance": "Relevance", "date": "Date, newest first", "size": "Size, largest first"}
 
 
@@ -127,6 +130,10 @@ class SearchWindow(QWidget):
         for key in SORTS:
             self.sort.addItem(SORT_NAMES.get(key, key), key)
         self.sort.setToolTip("Order of the results")
+        self.words_only = QToolButton()
+        self.words_only.setText("Words only")
+        self.words_only.setCheckable(True)
+        self.words_only.setToolTip("Only documents holding the words typed: not also those related by meaning")
         self.history_button = QToolButton()
         self.history_button.setText("History")
         self.history_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
@@ -148,6 +155,7 @@ class SearchWindow(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.box, 1)
         top.addWidget(self.sort)
+        top.addWidget(self.words_only)
         top.addWidget(self.history_button)
         listing = QWidget()
         column = QVBoxLayout(listing)
@@ -169,6 +177,7 @@ class SearchWindow(QWidget):
         self.settle.timeout.connect(self.remember)
         self.box.textEdited.connect(lambda _: self.settle.stop())
         self.sort.currentIndexChanged.connect(lambda _: self.search_now())
+        self.words_only.toggled.connect(lambda _: self.search_now())
         self.results.currentItemChanged.connect(lambda item, _old: self._preview(item))
         self.results.itemActivated.connect(lambda item, _col: self.open_item(item))
         self.results.itemExpanded.connect(self._expand)
@@ -221,6 +230,7 @@ class SearchWindow(QWidget):
         seq = self._seq
         self.caller.request("search", lambda r: self._show(seq, offset, r), lambda e: self._failed(seq, e, offset),
                             query=self._query, limit=LIMIT + 1, offset=offset, sort=self.sort_key(),
+                            words=self.words_only.isChecked(),
                             **({"similar": self._similar} if self._similar is not None else {}))
 
     def _request_facets(self) -> None:
@@ -249,7 +259,9 @@ class SearchWindow(QWidget):
         total = int(result.get("total", shown))
         # listing a cluster ("Show N similar"), every copy is a row of its own: none is folded away
         copies = sum(int(h.get("duplicates") or 0) for h in self.hits()) if self._similar is None else 0
-        self.info.setText(count_line(shown, copies, total, more, result.get("indexing"))
+        related = sum(1 for h in self.hits() if h.get("related"))
+        self.info.setText(count_line(shown, copies, total, more, result.get("indexing"), related,
+                                     int(result.get("related", 0)))
                           + (f" ({NO_DAEMON})" if result.get(FROM_INDEX) else ""))
         self.more_button.setVisible(more)
         self.more_button.setEnabled(True)
@@ -291,8 +303,11 @@ class SearchWindow(QWidget):
         dups, similar = int(hit.get("duplicates") or 0), int(hit.get("similar") or 0)
         counts = cluster_counts(dups, similar)
         page = f"page {hit['page']}" if hit.get("page") else ""
-        plain = [terminal_safe(hit.get("title") or os.path.basename(path)), shown, date, page, counts]
+        related = RELATED_BADGE if hit.get("related") else ""
+        plain = [terminal_safe(hit.get("title") or os.path.basename(path)), shown, date, page, counts, related]
         badge = f" <span class='copies'>[{counts}]</span>" if counts else ""
+        if related:  # found by meaning alone: none of the words typed is in it
+            badge += f" <span class='related'>[{related}]</span>"
         where = " · ".join(html.escape(p) for p in (shown, date, page) if p)
         item = new_item(" — ".join(p for p in plain if p),
                         f"<b>{html.escape(plain[0])}</b>{badge}<br><span class='path'>{where}</span><br>"
@@ -436,7 +451,7 @@ class HtmlDelegate(QStyledItemDelegate):
     """Paints an item's HTML_ROLE (bold title, grey path and date, snippet with matches in bold)."""
 
     # muted colours only on an unselected row: on the selection colour they would be unreadable
-    PLAIN = ".path { color: #666666 } .copies { color: #2a62b8 }"
+    PLAIN = ".path { color: #666666 } .copies { color: #2a62b8 } .related { color: #8a5a00 }"
 
     def __init__(self, view: QAbstractItemView) -> None:
         super().__init__(view)

@@ -60,6 +60,8 @@
     shown = params().toString();
     box.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => refresh(1, true), 120); });
     document.getElementById("sort").addEventListener("change", () => refresh(1));
+    const words = document.getElementById("words");
+    if (words) words.addEventListener("change", () => refresh(1));
     form.addEventListener("submit", (e) => { e.preventDefault(); clearTimeout(timer); shown = null; refresh(1); });
     results.addEventListener("click", (e) => {
       const a = e.target.closest("a.facet-link, nav.pager a");
