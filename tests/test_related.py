@@ -135,3 +135,25 @@ def test_a_name_of_letters_and_digits_asks_for_itself(indexed: CLI):
     for query in ("brake2025", "x86_64", "cve-2023-1234"):
         assert indexed.json("search", query)["hits"] == [], query
     assert all(related(indexed.json("search", "vehicle", "maintenance")))  # plain words: by meaning too
+
+
+def test_the_web_page_and_api_show_the_related_apart(tmp_path: Path):
+    from .web_fixture import start_web
+
+    docs = write_docs(tmp_path / "docs")
+    web = start_web(tmp_path / "home", [docs])
+    try:
+        web.daemon.eventually("brake", [str(docs / "car.txt")])
+        api = web.client.get("/api/search", params={"q": "cooking dinner"}).json()
+        assert names(api)[0] == "dinner.txt" and related(api)[0] is False and "soup.txt" in names(api)
+        assert api["related"] == related(api).count(True) > 0
+        assert "related" not in web.client.get("/api/search", params={"q": "cooking dinner", "words": "1"}).json()
+        page = web.client.get("/", params={"q": "cooking dinner"}).text
+        assert page.count('class="related-head"') == 1 and 'class="related-badge"' in page
+        # The heading stands after the hit holding the words, before the first related one.
+        assert page.index("Minutes of the club meeting") < page.index('class="related-head"') < page.index("Tomato soup")
+        words = web.client.get("/", params={"q": "cooking dinner", "words": "1"}).text
+        assert "related-head" not in words and "soup.txt" not in words and "dinner.txt" in words
+        assert 'id="words" checked' in words and 'id="words" checked' not in page
+    finally:
+        web.close()

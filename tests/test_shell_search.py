@@ -219,6 +219,11 @@ def test_the_bus_activates_the_service_which_answers_gnome_shell(bus: Bus, index
     assert f"'clipboardText': <'{docs}/budget.txt'>" in metas
     assert "'gicon': <'. GThemedIcon text-plain text-x-generic'>" in metas
 
+    # A word no document holds finds what is about it, said to be related (docs/search.md, "Meaning").
+    assert strings(bus.call(f"{GNOME}.GetInitialResultSet", "['spending']").stdout) == [budget]
+    metas = bus.call(f"{GNOME}.GetResultMetas", f"['{budget}']").stdout
+    assert f"'description': <'related by meaning · {docs}/budget.txt'>" in metas, metas
+
     narrowed = strings(bus.call(f"{GNOME}.GetSubsearchResultSet", str(ids), "['tomato', 'soup']").stdout)
     assert narrowed == [budget]
     assert strings(bus.call(f"{GNOME}.GetInitialResultSet", "['vegetables']").stdout) == [(docs / "other.txt").as_uri()]

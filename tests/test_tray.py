@@ -346,6 +346,31 @@ def test_search_as_you_type(tray: Any, corpus: Corpus) -> None:
     assert w.results.topLevelItemCount() == 0
 
 
+def test_related_by_meaning_are_marked_and_words_only_leaves_them_out(tray: Any, corpus: Corpus) -> None:
+    """Words no document holds still find what is about them (meaning, on by default), marked as
+    related; "Words only" searches again by the words alone."""
+    from PySide6.QtTest import QTest
+
+    from deskdex.clients.tray.search_window import HTML_ROLE, RELATED_BADGE
+
+    tray.search_action.trigger()
+    w = tray.search_window
+    assert not w.words_only.isChecked()
+    QTest.keyClicks(w.box, "sweet dessert ")  # neither word is in the tarte tatin recipe
+    wait_for(lambda: w.results.topLevelItemCount() >= 1, "the related result")
+    assert titles(w)[0].startswith("Tarte tatin — ") and titles(w)[0].endswith(RELATED_BADGE), titles(w)
+    assert all(h["related"] for h in w.hits())
+    assert f"[{RELATED_BADGE}]" in w.results.topLevelItem(0).data(0, HTML_ROLE)
+    assert w.info.text() == f"no results, {w.results.topLevelItemCount()} related by meaning", w.info.text()
+    w.words_only.click()
+    wait_for(lambda: w.info.text() == "no results", "the search by the words alone")
+    assert w.results.topLevelItemCount() == 0
+    w.box.clear()
+    QTest.keyClicks(w.box, "tarte ")  # a word it holds: a result of its own, not related
+    wait_for(lambda: w.results.topLevelItemCount() == 1 and w.info.text() == "1 result", "the word's result")
+    assert not w.hits()[0]["related"] and RELATED_BADGE not in titles(w)[0]
+
+
 WINDS = 60  # documents with the word zephyr: more than one page of results (search_window.LIMIT)
 
 
