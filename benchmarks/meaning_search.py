@@ -1,7 +1,7 @@
 """Meaning search (issue 32; docs/search.md, "Meaning"): what it gives and what it costs.
 
     nice -n 10 .venv/bin/python benchmarks/meaning_search.py [--home /tmp/ranking_home] \
-        [--corpus /tmp/corpora/mixed] [--work /tmp/meaning_bench] [--parts quality,notes,corpus] [--notes 10000]
+        [--corpus /tmp/corpora/mixed] [--work /tmp/meaning_bench] [--parts quality,notes,corpus,daemon] [--notes 10000]
         [--repeat 5] [--corpus-repeat 1]
 
 quality: --home is a home holding the corpus indexed by the words (benchmarks/ranking_mrr.py makes one);
@@ -17,6 +17,7 @@ notes: NOTES small real-text notes (paragraphs of the corpus's text files, one p
 the installed ``deskdex index`` with meaning off and on, alternated --repeat times: CPU seconds of the
 whole process tree (the command and its converter processes) and store size, medians.
 corpus: the same for the whole corpus (--corpus-repeat times; about 5 minutes a run on 2 cores).
+daemon: the daemon's PSS on the corpus homes of the corpus part, meaning off and on, idle after six searches.
 
 Results on stdout and in benchmarks/results/meaning_search.json.
 """
@@ -176,6 +177,32 @@ def off_and_on(work: Path, folder: Path, repeat: int, out: dict[str, Any], name:
     return out
 
 
+def daemon_memory(work: Path, corpus: str) -> dict[str, float]:
+    """PSS of the daemon's process tree with meaning off and on, on the corpus homes the ``corpus``
+    part made (WORK/corpus_home_false and _true), idle after six searches of the meaning set (once
+    it has released what a pass and the searches held: web_latency.settled_memory)."""
+    from web_latency import Daemon, settled_memory
+
+    queries = [it["query"] for it in json.loads((HERE / "meaning_items.json").read_text())[:6]]
+    out: dict[str, float] = {}
+    for setting in ("false", "true"):
+        home = work / f"corpus_home_{setting}"
+        if not (home / "data" / "catalog.sqlite").exists():
+            raise SystemExit(f"no index in {home}: run the corpus part first")
+        # Watching the corpus it indexed: the daemon's pass finds nothing to convert.
+        (home / "config" / "config.toml").write_text(
+            f"folders = [{json.dumps(corpus)}]\nmeaning = {setting}\n[ocr]\nenabled = false\n")
+        d = Daemon(home, web=False)
+        try:
+            for q in queries:
+                d.call("search", query=q, snippets=True, limit=10)
+            out["on" if setting == "true" else "off"] = settled_memory(d.proc.pid)["pss"]
+        finally:
+            d.stop()
+    out["increase"] = round(out["on"] - out["off"], 1)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--home", default="/tmp/ranking_home")
@@ -208,6 +235,8 @@ def main() -> None:
         results["notes"] = notes(work, Path(corpus), args.notes, args.repeat)
     if "corpus" in parts:
         results["corpus_indexing"] = off_and_on(work, Path(corpus), args.corpus_repeat, {"corpus": corpus}, "corpus")
+    if "daemon" in parts:
+        results["daemon_pss_mib_idle_after_six_searches"] = daemon_memory(work, corpus)
     print(json.dumps(results, indent=1))
     out = HERE / "results" / "meaning_search.json"
     old = json.loads(out.read_text()) if out.exists() else {}

@@ -215,7 +215,10 @@ class Model:
             ids = [min(t, table.shape[0] - 1) for t in ids]
         # take() and add.reduce() rather than table[ids].sum(): the same rows added in the same order,
         # a third less time on a note (the fancy index and sum()'s Python wrapper cost more than the sum).
-        return np.add.reduce(table.take(ids, axis=0), axis=0, dtype=np.float32)  # type: ignore[no-any-return]
+        # Not on a query's mapped table, a strided view: take() copies the whole view first (0.85 ms
+        # a query; the index, 4 microseconds).
+        rows = table.take(ids, axis=0) if table.flags.c_contiguous else table[ids]
+        return np.add.reduce(rows, axis=0, dtype=np.float32)  # type: ignore[no-any-return]
 
     def codes(self, texts: Sequence[list[str]]) -> bytes:
         """A writer's: the stored form of the vectors of ``texts`` (each as its words), ``KEPT`` signed
