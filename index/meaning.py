@@ -475,17 +475,11 @@ def near_hits(path: str, db: sqlite3.Connection, searcher: tantivy.Searcher, sch
     return sorted(out, key=lambda ra: ra[0])
 
 
-def fuse(hits: list[Any], near: list[tuple[int, Any]]) -> tuple[list[Any], int]:
-    """``hits`` (score, address) of the words as they ranked, then the documents only meaning found
-    (``near_hits``), nearest first; and how many these are. A document that holds the query's words
-    ranks as it would without meaning: fused by reciprocal rank instead, exact-word known items lost
-    first places (docs/benchmarks.md, "Meaning search"), and meaning found no more."""
-    seen = {(a.segment_ord, a.doc) for _, a in hits}
+def fuse(hits: list[Any], alone: list[tuple[int, Any]]) -> list[Any]:
+    """``hits`` (score, address) of the words as they ranked, then ``alone``, the documents of
+    ``near_hits`` the words do not match (index/search.py asks the index which), nearest first,
+    scored below every word hit. A document that holds the query's words ranks as it would without
+    meaning: fused by reciprocal rank instead, exact-word known items lost first places
+    (docs/benchmarks.md, "Meaning search"), and meaning found no more."""
     low = min((float(score) for score, _ in hits), default=1.0)
-    extra = []
-    for rank, a in near:
-        k = (a.segment_ord, a.doc)
-        if k not in seen:
-            seen.add(k)
-            extra.append((low * 0.5 / (rank + 1), a))  # below every word hit, in meaning's order
-    return [*hits, *extra], len(extra)
+    return [*hits, *((low * 0.5 / (rank + 1), a) for rank, a in alone)]

@@ -104,27 +104,27 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
     near = (meaning.near_hits(coll.catalog.path, coll.catalog.db, searcher, coll.index.schema, typed)
             if readable is None and not words and sort == "relevance" and similar is None
             and meaning.plain_words(typed) else [])
+    alone = _meaning_alone(searcher, coll.index.schema, q, near)
+    added = len(alone)  # counted in the total on every page, whether or not it reaches them
     if readable is not None:
         picked, total = _reader_hits(searcher, q, sort, offset + limit, collapse, readable)
         out = _results(coll, searcher, query, picked[offset:offset + limit], total, sort, snippets, readable)
     elif not collapse:
         # limit 0 panics inside tantivy (a BaseException): always ask for at least one hit.
-        if near:  # the words' ranking from the top, to be fused
+        if alone:  # the words' ranking from the top, to be fused
             result = searcher.search(q, offset + limit, count=True, order_by_field=SORTS[sort])
-            hits, related, added = _fused(searcher, coll.index.schema, q, result, near)
+            hits, related = _fused(result, alone)
             hits = hits[offset:offset + limit]
         else:
             result = searcher.search(q, max(1, limit), count=True, offset=offset, order_by_field=SORTS[sort])
-            hits, related, added = result.hits[:limit], set(), 0
+            hits, related = result.hits[:limit], set()
         out = _results(coll, searcher, query, hits, (result.count or 0) + added,  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
                        sort, snippets, view, related)
-        if added:
-            out["related"] = added
     else:
         window = (offset + limit) * 3 + 20
         while True:
             result = searcher.search(q, window, count=True, order_by_field=SORTS[sort])
-            hits, related, added = _fused(searcher, coll.index.schema, q, result, near)
+            hits, related = _fused(result, alone)
             picked = _collapse(searcher, hits, sort, view)
             if len(picked) >= offset + limit or len(result.hits) < window or window >= MAX_WINDOW:
                 break
@@ -133,8 +133,8 @@ def search(coll: Collection, query: str, limit: int = 10, offset: int = 0, snipp
             window = min(window * 4, MAX_WINDOW)
         total = (result.count or 0) + added  # type: ignore[attr-defined]  # at run time, not in tantivy 0.27's stub
         out = _results(coll, searcher, query, picked[offset:offset + limit], total, sort, snippets, view, related)
-        if added:
-            out["related"] = added
+    if added:
+        out["related"] = added
     if facets:
         out["facets"] = _facet_counts(searcher, q, sort, readable).answer()
     return out
@@ -308,23 +308,26 @@ def _readable_originals(searcher: tantivy.Searcher, picked: list[Any], known: li
     return out
 
 
-def _fused(searcher: tantivy.Searcher, schema: tantivy.Schema, q: tantivy.Query, result: Any,
-           near: list[tuple[int, Any]]) -> tuple[list[Any], set[tuple[int, int]], int]:
-    """The words' hits of ``result`` then, when these are all the words' matches, the documents only
-    meaning found (``meaning.fuse``); the addresses of these, and how many there are in all: the
-    documents of ``near`` that ``q`` does not match, asked of the index, so that every page of a
-    search tells the same total, whether or not it reaches the end of the words' hits."""
+def _meaning_alone(searcher: tantivy.Searcher, schema: tantivy.Schema, q: tantivy.Query,
+                   near: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+    """The documents of ``near`` (``meaning.near_hits``) that ``q`` does not match, asked of the
+    index once per search: the related ones, whatever part of the words' ranking a page fetches."""
     if not near:
-        return result.hits, set(), 0
+        return []
     uris = [str(searcher.doc(a).get_first("uri")) for _, a in near]
     among = tantivy.Query.boolean_query([(tantivy.Occur.Must, q),
                                          (tantivy.Occur.Must, tantivy.Query.term_set_query(schema, "uri", uris))])
     worded = {(a.segment_ord, a.doc) for _, a in searcher.search(among, len(near)).hits}
-    alone = [(rank, a) for rank, a in near if (a.segment_ord, a.doc) not in worded]
-    if (result.count or 0) > len(result.hits):  # more words' hits than fetched: none of meaning's yet
-        return result.hits, set(), len(alone)
-    hits, added = meaning.fuse(result.hits, alone)
-    return hits, {(a.segment_ord, a.doc) for _, a in hits[len(hits) - added:]}, len(alone)
+    return [(rank, a) for rank, a in near if (a.segment_ord, a.doc) not in worded]
+
+
+def _fused(result: Any, alone: list[tuple[int, Any]]) -> tuple[list[Any], set[tuple[int, int]]]:
+    """The words' hits of ``result`` then, when these are all the words' matches, the documents only
+    meaning found (``meaning.fuse``), and the addresses of these; a document further down the words'
+    ranking would otherwise pass for one that holds none of them."""
+    if not alone or (result.count or 0) > len(result.hits):
+        return result.hits, set()
+    return meaning.fuse(result.hits, alone), {(a.segment_ord, a.doc) for _, a in alone}
 
 
 def _results(coll: Collection, searcher: tantivy.Searcher, query: str, hits: list[Any], total: int,
