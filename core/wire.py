@@ -102,6 +102,7 @@ class Hit(TypedDict):
     similar: int
     lang: str | None
     page: NotRequired[int | None]  # of a snippet, which /search does not make (a shard before pages: none)
+    related: NotRequired[bool]  # false: a shard's /search is by the words alone (a shard before meaning: none)
 
 
 # index/readable.py's CopyKey.to_json: text_sum, mime, lang, uri, size, fingerprints.

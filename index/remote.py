@@ -127,6 +127,7 @@ class RemoteShard:
         hits: list[SearchHit] = list(out.hits)  # type: ignore[arg-type]  # each given its page below
         for h in hits:
             h.setdefault("page", None)  # a shard from before pages sends none
+            h.setdefault("related", False)  # nor one from before meaning
         return Part(out.total, hits, trees, keys, out.num_docs)
 
     def snippets(self, query: str, hits: list[SearchHit]) -> None:

@@ -283,9 +283,9 @@ def test_a_shard_served_over_http_is_searched_as_one(tmp_path: Path):
             want = by_folder.json("search", *q.split(), "--limit", "10")
             got = by_http.json("search", *q.split(), "--limit", "10")
             assert got["total"] == want["total"], q
-            assert [(h["uri"], round(h["score"], 4), h["snippet"], h["highlights"], h["duplicates"])
+            assert [(h["uri"], round(h["score"], 4), h["snippet"], h["highlights"], h["duplicates"], h["related"])
                     for h in got["hits"]] == \
-                   [(h["uri"], round(h["score"], 4), h["snippet"], h["highlights"], h["duplicates"])
+                   [(h["uri"], round(h["score"], 4), h["snippet"], h["highlights"], h["duplicates"], h["related"])
                     for h in want["hits"]], q
         held_there = shards[1].json("status")["documents"]
         assert by_http.json("status")["shards"] == [{"home": served.url, "documents": held_there, "served": True}]
