@@ -153,6 +153,11 @@ def apply(daemon: Daemon, new: Config) -> list[str]:
 
 def reload(daemon: Daemon) -> None:
     """Read the config file again: apply it, or keep the settings the daemon runs on, and say why."""
+    with daemon.settings_lock:  # read and applied in one turn with the ops that save the file
+        _reload(daemon)
+
+
+def _reload(daemon: Daemon) -> None:
     home = daemon.cfg.home
     problems: list[str] = []
     values: dict[str, Any] | None = None

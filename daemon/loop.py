@@ -123,6 +123,10 @@ class Daemon:
         self.coll = Collection.from_settings(cfg, writable=True, unwritable_ok=True)
         self._views = ViewPool(cfg.home.data_dir, SEARCHES_AT_ONCE + 1)  # the socket threads' searches
         self._write_lock = threading.RLock()  # the one writer: file changes and crawled pages take turns
+        # The config file's read-modify-write: the socket's watch/exclude ops and the config watch's
+        # reload take turns, so a reload that read the file just before an op saved it cannot put the
+        # op's change back out of self.cfg (nor can two ops lose one another's change).
+        self.settings_lock = threading.RLock()
         self.indexer = Indexer.from_settings(self.coll, cfg, workers=cfg.settings.workers, idle=True, stop=self._stop)
         self.shard = shard_setting(cfg)  # this home's share of a sharded collection (the setting shard)
         self.limits = self.indexer.limits
@@ -412,19 +416,21 @@ class Daemon:
         """Watch one more folder (kept in the config file) and index it."""
         if not os.path.isdir(path):
             raise ConfigError(f"not a folder: {path}")
-        folders = self.changeable_folders()
-        if path in folders:
-            return
-        self._set("folders", folders + [path])
-        if self.watcher is not None:
-            self.watcher.add(path)
+        with self.settings_lock:
+            folders = self.changeable_folders()
+            if path in folders:
+                return
+            self._set("folders", folders + [path])
+            if self.watcher is not None:
+                self.watcher.add(path)
         self.queue.rescan([path])
 
     def remove_folder(self, path: str) -> None:
         """Stop watching a folder (in the config file too) and drop its documents."""
-        self._set("folders", [f for f in self.cfg.configured_folders() if f != path])
-        if self.watcher is not None:
-            self.watcher.remove(path)
+        with self.settings_lock:
+            self._set("folders", [f for f in self.cfg.configured_folders() if f != path])
+            if self.watcher is not None:
+                self.watcher.remove(path)
         self.queue.add([Deleted(path, True)])
 
     def changeable_folders(self) -> list[str]:
@@ -434,10 +440,26 @@ class Daemon:
         return self.cfg.configured_folders() if self.system else self.cfg.folders()
 
     def set_excludes(self, patterns: list[str]) -> None:
-        self._set("exclude", patterns)
-        if self.watcher is not None:
-            self.watcher.set_patterns(patterns)
+        with self.settings_lock:
+            self._set("exclude", patterns)
+            if self.watcher is not None:
+                self.watcher.set_patterns(patterns)
         self.queue.rescan(self.folders())  # newly excluded files leave, re-included ones come back
+
+    def add_exclude(self, pattern: str) -> None:
+        with self.settings_lock:
+            current = list(self.cfg.settings.exclude)
+            if pattern not in current:
+                self.set_excludes(current + [pattern])
+
+    def remove_exclude(self, pattern: str) -> bool:
+        """False when ``pattern`` is not one of the configured ones."""
+        with self.settings_lock:
+            current = list(self.cfg.settings.exclude)
+            if pattern not in current:
+                return False
+            self.set_excludes([p for p in current if p != pattern])
+            return True
 
     def _set(self, key: str, values: list[str]) -> None:
         settings.save(self.cfg.home, {key: values})

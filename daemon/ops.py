@@ -241,16 +241,12 @@ class Ops:
         pattern = req.args["pattern"]
         if not pattern.strip():
             raise BadArgs("exclude_add: the pattern is empty")
-        current = list(self.daemon.cfg.settings.exclude)
-        if pattern not in current:
-            self.daemon.set_excludes(current + [pattern])
+        self.daemon.add_exclude(pattern)
         return self.exclude_list(req)
 
     def exclude_remove(self, req: Request) -> dict[str, Any]:
-        current = list(self.daemon.cfg.settings.exclude)
-        if req.args["pattern"] not in current:
+        if not self.daemon.remove_exclude(req.args["pattern"]):
             raise BadArgs(f"exclude_remove: {req.args['pattern']!r} is not a configured pattern")
-        self.daemon.set_excludes([p for p in current if p != req.args["pattern"]])
         return self.exclude_list(req)
 
     # -- crawls: run on the daemon's crawl thread (daemon/crawls.py), never on the socket's -----------

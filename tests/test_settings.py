@@ -12,7 +12,9 @@ import os
 import operator
 import re
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -264,6 +266,19 @@ def test_an_enterprise_daemon_reports_and_ignores_listen_and_broker(open_dir):
         users.remove()
 
 
+def _one_folder_config(tmp_path: Path) -> Any:
+    """The settings a daemon of home ``tmp_path/home`` starts on, its config file watching ``tmp_path/docs``."""
+    from deskdex.daemon import configwatch
+
+    home = Home.resolve(str(tmp_path / "home")).ensure()
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    config(tmp_path / "home").write_text(f'folders = ["{folder}"]\n')
+    cfg, problems = configwatch.load_for_daemon(home, system=False)
+    assert problems == []
+    return cfg
+
+
 def test_a_hand_edit_keeps_the_broker_given_on_the_command_line(tmp_path):
     """``deskdex daemon --broker URL`` with no broker in the file: reading the file again after a hand
     edit applies the edit and keeps the flag's broker (the edit used to drop it, and the daemon then
@@ -273,12 +288,8 @@ def test_a_hand_edit_keeps_the_broker_given_on_the_command_line(tmp_path):
     from deskdex.daemon import configwatch
     from deskdex.daemon.loop import Daemon
 
-    home = Home.resolve(str(tmp_path / "home")).ensure()
+    cfg = _one_folder_config(tmp_path)
     folder = tmp_path / "docs"
-    folder.mkdir()
-    config(tmp_path / "home").write_text(f'folders = ["{folder}"]\n')
-    cfg, problems = configwatch.load_for_daemon(home, system=False)
-    assert problems == []
     daemon = Daemon(_with_given(cfg, {"broker": "redis://127.0.0.1:6399/0"}))
     assert daemon.cfg.settings.broker == "redis://127.0.0.1:6399/0"
     config(tmp_path / "home").write_text(f'folders = ["{folder}"]\nexclude = ["*.log"]\n')
@@ -289,3 +300,39 @@ def test_a_hand_edit_keeps_the_broker_given_on_the_command_line(tmp_path):
     daemon.set_excludes(["*.tmp"])  # what `deskdex exclude add` asks a running daemon
     assert list(daemon.cfg.settings.exclude) == ["*.tmp"]
     assert daemon.cfg.settings.broker == "redis://127.0.0.1:6399/0"
+
+
+def test_an_exclusion_added_while_the_config_file_is_read_again_is_kept(tmp_path):
+    """The config watch reads the file again after each save, on its own thread, while the socket's
+    ops save it: a reload that read the file just before `exclude add` saved it used to apply the
+    older list after the op, and the next op built on that list, so an exclusion the user had added
+    was gone from the file and the daemon (the tray's folders window showed it, `exclude list` did
+    not). Here one thread reloads without pause while another adds 40 patterns, as the daemon's
+    threads would; every pattern must stay. The Daemon object is real and not started."""
+    import threading
+
+    from deskdex.daemon import configwatch
+    from deskdex.daemon.loop import Daemon
+
+    daemon = Daemon(_one_folder_config(tmp_path))
+    done = threading.Event()
+
+    def reload_again_and_again() -> None:
+        while not done.is_set():
+            configwatch.reload(daemon)
+
+    reloading = threading.Thread(target=reload_again_and_again)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # the threads take turns between any two steps, as on a busy machine
+    reloading.start()
+    try:
+        patterns = [f"*.junk{i}" for i in range(40)]
+        for p in patterns:
+            daemon.add_exclude(p)
+    finally:
+        done.set()
+        reloading.join()
+        sys.setswitchinterval(switch)
+    assert list(daemon.cfg.settings.exclude) == patterns
+    configwatch.reload(daemon)  # and the file holds them too
+    assert list(daemon.cfg.settings.exclude) == patterns

@@ -204,6 +204,7 @@ class _Nonsense:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            timeout = 10  # a keep-alive connection the client never closes ends, so close() cannot hang
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 self.rfile.read(int(self.headers.get("Content-Length", "0")))
@@ -217,7 +218,7 @@ class _Nonsense:
                 pass
 
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.http.daemon_threads = True
+        self.http.daemon_threads = False  # server_close joins the request threads: none outlives the test
         self.thread = threading.Thread(target=self.http.serve_forever, daemon=True)
         self.thread.start()
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
