@@ -26,8 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from deskdex.protocol import CRAWL_STATES
-from deskdex.webcrawl import config as crawlconfig
+from deskdex.protocol import CRAWL_SCOPES, CRAWL_STATES
 
 # The crawler itself (httpx, the index) is imported only when a crawl command runs, so that
 # adding these commands to the main parser keeps every other deskdex command quick to start.
@@ -76,7 +75,7 @@ def add_commands(subparsers: Subcommands,
                               description="Crawl from seed URLs (or the configured sites) politely, into the index. "
                                           "Also: crawl status | crawl add URL | crawl remove URL | crawl list.")
     p.add_argument("words", nargs="*", metavar="URL | status | add URL | remove URL | list")
-    p.add_argument("--scope", choices=crawlconfig.SCOPES, default=None, help="stay on the seed's host (default), "
+    p.add_argument("--scope", choices=CRAWL_SCOPES, default=None, help="stay on the seed's host (default), "
                    "its registered domain, or under the seed URL")
     p.add_argument("--max-pages", type=int, default=None, help="pages to fetch in this run")
     p.add_argument("--max-depth", type=int, default=None, help="links to follow away from a seed")
@@ -93,6 +92,8 @@ def add_commands(subparsers: Subcommands,
 
 
 def run_command(args: argparse.Namespace, env: CrawlEnv) -> int:
+    from deskdex.webcrawl import config as crawlconfig  # here: every command builds the parser
+
     words = list(args.words)
     action = words.pop(0) if words and words[0] in ACTIONS else "crawl"
     if action == "list":
@@ -133,6 +134,7 @@ def run_command(args: argparse.Namespace, env: CrawlEnv) -> int:
 
 def _crawl(args: argparse.Namespace, urls: list[str], env: CrawlEnv) -> int:
     from deskdex.webcrawl import CrawlRequest, CrawlRun, local_texts, parse_shard, plan, progress_of, summary
+    from deskdex.webcrawl import config as crawlconfig
 
     try:
         parse_shard(args.shard)
@@ -183,6 +185,8 @@ def _refused(args: argparse.Namespace, urls: list[str], env: CrawlEnv) -> str | 
     """Why a crawl of ``urls`` would fetch nothing: one names a private, loopback or link-local
     address, and nothing allows those (--allow-private, the setting, the site's own choice); with
     how to allow it. None when it may go ahead (a host name's address is checked as it is fetched)."""
+    from deskdex.webcrawl import config as crawlconfig
+
     private = [(u, a) for u in urls if (a := crawlconfig.private_address(u)) is not None]
     if not private or args.allow_private or crawlconfig.allows_private(crawlconfig.load(env.config_path), urls):
         return None

@@ -178,6 +178,12 @@ def display_path(path: str) -> str:
 def path_to_uri(path: str) -> str:
     """The ``file://`` URI of ``path``: its exact bytes, percent-encoded (``uri_to_path`` in
     converters/source.py reads it back)."""
+    if path.isascii() and not path.translate(_QUOTE_NOTHING):
+        return "file://" + path  # what quote() gives such a path, in a quarter of its time
     from urllib.parse import quote  # here: the command's fast path imports this module, not urllib
 
     return "file://" + quote(path.encode("utf-8", "surrogateescape"), safe="/")
+
+
+# The characters quote(safe="/") leaves as they are: a path of these alone is its own URI path.
+_QUOTE_NOTHING = str.maketrans("", "", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")

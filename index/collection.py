@@ -247,6 +247,10 @@ class Collection:
         """The rows of those of ``uris`` that have one, by one query."""
         return self.catalog.get_many(uris)
 
+    def stamps(self, uris: list[str]) -> dict[str, tuple[int, float, float | None]]:
+        """(size, mtime, retry_at) of those of ``uris`` that are indexed, by one query."""
+        return self.catalog.stamps(uris)
+
     def descendants(self, uri: str) -> list[str]:
         """The URIs of the members of ``uri``, and of theirs, all the way down."""
         return self.catalog.descendants(uri)

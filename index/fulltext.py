@@ -7,6 +7,7 @@ index small and the catalog the one source of truth.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import TYPE_CHECKING, Any
@@ -122,7 +123,10 @@ WORD = re.compile("|".join([r"[^\W_%s%s]+" % ("".join(_RANGES.values()), _CJK_RA
                             *(r"(?:(?=\w)[%s\d])+" % r for r in _RANGES.values()), "[%s]+" % _CJK_RANGES]))
 
 
-def _analyzers() -> dict[str, tantivy.TextAnalyzer]:
+@functools.cache
+def analyzers() -> dict[str, tantivy.TextAnalyzer]:
+    """Every field's analyzer, built at first use (each compiles the token pattern: 20 ms in all,
+    which a run that opens no index, such as `deskdex index` finding nothing changed, does not pay)."""
     T, F = tantivy.Tokenizer, tantivy.Filter
 
     def base() -> tantivy.TextAnalyzerBuilder:  # a builder is consumed by build()
@@ -136,16 +140,13 @@ def _analyzers() -> dict[str, tantivy.TextAnalyzer]:
     return out
 
 
-ANALYZERS = _analyzers()
-
-
 def analyze(text: str, lang: str | None = None) -> list[str]:
     """The terms of ``text`` as the body of a document in ``lang`` has them (None: English)."""
-    return ANALYZERS[f"{TEXT}_{lang}" if lang in STEMMED else TEXT].analyze(text)
+    return analyzers()[f"{TEXT}_{lang}" if lang in STEMMED else TEXT].analyze(text)
 
 
 def analyze_path(text: str) -> list[str]:
-    return ANALYZERS[PATH].analyze(text)
+    return analyzers()[PATH].analyze(text)
 
 
 def name_words(name: str) -> str:
@@ -196,7 +197,7 @@ def open_index(directory: str, create: bool) -> tantivy.Index:
         if isinstance(error, StoreUnwritable):
             raise error from exc
         raise StoreError(f"cannot open the index in {directory}: {exc}") from exc
-    for name, analyzer in ANALYZERS.items():
+    for name, analyzer in analyzers().items():
         index.register_tokenizer(name, analyzer)
     # The default reader polls meta.json twice a second to pick up commits: a wake-up that a
     # quiet daemon must not have. Searches call reload() themselves.

@@ -81,13 +81,11 @@ def _files() -> tuple[str, str]:
             os.path.join(base, "tokenizers", "l2_supercat_tokenizer_config.json"))
 
 
-def _mapped(path: str) -> np.ndarray[Any, Any]:
-    """The token table of a safetensors file, mapped from the file rather than read: a process
-    holds only the pages of the tokens it meets (a search: a few), shared with every other process
-    using it. The format: a little-endian u64 header length, the JSON header, then the data."""
+def _layout(path: str) -> tuple[tuple[int, int], int]:
+    """The shape and data offset of the token table of a safetensors file, read from its header
+    and checked against the file's size (without numpy: a run that embeds nothing loads none).
+    The format: a little-endian u64 header length, the JSON header, then the data."""
     import json
-
-    import numpy as np
 
     with open(path, "rb") as f:
         n = int.from_bytes(f.read(8), "little")
@@ -100,33 +98,40 @@ def _mapped(path: str) -> np.ndarray[Any, Any]:
     start, end = (int(x) for x in entry["data_offsets"])
     if len(shape) != 2 or end - start != shape[0] * shape[1] * 2 or 8 + n + end > os.path.getsize(path):
         raise ValueError("it is cut short or its header does not match its data")
-    return np.memmap(path, dtype=np.float16, mode="r", offset=8 + n + start, shape=shape)
+    return (shape[0], shape[1]), 8 + n + start
+
+
+def _mapped(path: str, shape: tuple[int, int], offset: int) -> np.ndarray[Any, Any]:
+    """The token table, mapped from the file rather than read: a process holds only the pages of
+    the tokens it meets (a search: a few), shared with every other process using it."""
+    import numpy as np
+
+    return np.memmap(path, dtype=np.float16, mode="r", offset=offset, shape=shape)
 
 
 class Model:
     """The token vectors and tokenizer; ``embed`` gives unit vectors. Thread-safe."""
 
     def __init__(self, weights: str, tokenizer: str) -> None:
-        from tokenizers import Tokenizer
-
+        # Checked here, loaded at first use: a missing or cut-short file is one clear error at start,
+        # while a run that embeds nothing (`deskdex index` finding nothing changed) pays neither
+        # numpy's import nor the tokenizer's 50 to 110 ms parse.
         for path in (weights, tokenizer):
             if not os.path.isfile(path):
                 raise ConfigError(f"meaning = true: the model file {path} is missing: reinstall wordllama")
         try:
-            table = _mapped(weights)
+            self._shape, self._offset = _layout(weights)
         except (OSError, KeyError, ValueError, TypeError) as exc:
             raise ConfigError(f"meaning = true: cannot read the model file {weights}: {exc}") from None
-        if table.ndim != 2 or table.shape[1] != DIM:
-            raise ConfigError(f"meaning = true: the model file {weights} holds a {table.shape} table, "
+        if self._shape[1] != DIM:
+            raise ConfigError(f"meaning = true: the model file {weights} holds a {self._shape} table, "
                               f"not token vectors of {DIM} dimensions")
-        try:
-            self._tok = Tokenizer.from_file(tokenizer)
-        except Exception as exc:  # the tokenizers library raises a bare Exception for a bad file
-            raise ConfigError(f"meaning = true: cannot read the tokenizer file {tokenizer}: {exc}") from None
-        self._tok.no_padding()
-        self._tok.no_truncation()
-        self._clip = self._tok.get_vocab_size() > table.shape[0]  # then the table's last stands in
-        self._table: np.ndarray[Any, Any] = table
+        self._weights, self._tokenizer_file = weights, tokenizer
+        self._load_lock = threading.Lock()
+        self._mapped_table: np.ndarray[Any, Any] | None = None
+        self._tok: Any = None
+        self._bpe: Any = None
+        self._clip = False
         self._dense: np.ndarray[Any, Any] | None = None
         # Two generations of words: a word met again moves to the young one, and when that is full
         # the old one is dropped, so the words a collection repeats stay (clearing everything at once
@@ -136,14 +141,44 @@ class Model:
         self._young: dict[str, tuple[int, ...]] = {}
         self._old: dict[str, tuple[int, ...]] = {}
         self._cache_lock = threading.Lock()
-        # The tokenizer's normalizer only puts "▁" before the text and for each space, and it splits
-        # nothing before its BPE model: so a word's ids are the model's of "▁" + word. Checked on
-        # words of several kinds; a tokenizer file that does otherwise is used whole.
-        self._bpe: Any = self._tok.model
-        probe = ["Hello", "naïve", "co-operation,", "2024-12-06", "Ünïcödé", "日本語", "x"]
-        if any(self._tok.encode(w, add_special_tokens=False).ids != [t.id for t in self._bpe.tokenize("▁" + w)]
-               for w in probe):
-            self._bpe = None
+
+    @property
+    def _table(self) -> np.ndarray[Any, Any]:
+        table = self._mapped_table
+        if table is None:
+            with self._load_lock:
+                if self._mapped_table is None:
+                    self._mapped_table = _mapped(self._weights, self._shape, self._offset)
+                table = self._mapped_table
+        return table
+
+    def _tokenizer(self) -> Any:
+        """The tokenizer, read from its file at the first word to learn (a ConfigError if it is damaged)."""
+        if self._tok is not None:
+            return self._tok
+        with self._load_lock:
+            if self._tok is None:
+                from tokenizers import Tokenizer
+
+                try:
+                    tok = Tokenizer.from_file(self._tokenizer_file)
+                except Exception as exc:  # the tokenizers library raises a bare Exception for a bad file
+                    raise ConfigError(f"meaning = true: cannot read the tokenizer file {self._tokenizer_file}: "
+                                      f"{exc}") from None
+                tok.no_padding()
+                tok.no_truncation()
+                self._clip = tok.get_vocab_size() > self._shape[0]  # then the table's last stands in
+                # The tokenizer's normalizer only puts "▁" before the text and for each space, and it
+                # splits nothing before its BPE model: so a word's ids are the model's of "▁" + word.
+                # Checked on words of several kinds; a tokenizer file that does otherwise is used whole.
+                bpe = tok.model
+                probe = ["Hello", "naïve", "co-operation,", "2024-12-06", "Ünïcödé", "日本語", "x"]
+                if any(tok.encode(w, add_special_tokens=False).ids != [t.id for t in bpe.tokenize("▁" + w)]
+                       for w in probe):
+                    bpe = None
+                self._bpe = bpe
+                self._tok = tok
+        return self._tok
 
     def _ids(self, words: list[str]) -> list[int]:
         """The token ids of a text's ``words``, word by word through a cache: the tokenizer marks each
@@ -160,10 +195,11 @@ class Model:
         """A word's ids, from the old generation or the tokenizer, into the young one (the lock held)."""
         ids = self._old.get(word)
         if ids is None:
+            tok = self._tokenizer()
             if self._bpe is not None:  # the tokenizer's own model, without its wrapping: half the time
                 ids = tuple([t.id for t in self._bpe.tokenize("▁" + word)])
             else:
-                ids = tuple(self._tok.encode(word, add_special_tokens=False).ids)
+                ids = tuple(tok.encode(word, add_special_tokens=False).ids)
         if len(self._young) >= CACHE_WORDS // 2:
             self._old, self._young = self._young, {}
         self._young[word] = ids

@@ -136,6 +136,7 @@ class Catalog:
         have = self._have = self._columns()
         self._select = "SELECT " + ",".join(
             c if c in have else f"{ADDED[c][1]} AS {c}" for c in COLUMNS) + " FROM docs"
+        self._stamps = f"SELECT uri, size, mtime, {'retry_at' if 'retry_at' in have else 'NULL'} FROM docs"
         self.texts = TextStore(self.db)
         self.retries = RetryTable(self.db, self.get_meta, self.set_meta, have.__contains__)
 
@@ -208,6 +209,12 @@ class Catalog:
         together cost one statement, not one each)."""
         q = self._select + " WHERE uri IN (SELECT value FROM json_each(?))"
         return {row.uri: row for row in (Row(*r) for r in self.db.execute(q, (json.dumps(uris),)))}
+
+    def stamps(self, uris: list[str]) -> dict[str, tuple[int, float, float | None]]:
+        """(size, mtime, retry_at) of those of ``uris`` that have a row, by one query: what tells
+        an unchanged file, without building its whole row."""
+        q = self._stamps + " WHERE uri IN (SELECT value FROM json_each(?))"
+        return {r[0]: r[1:] for r in self.db.execute(q, (json.dumps(uris),))}
 
     def put(self, row: Row) -> None:
         self.begin()

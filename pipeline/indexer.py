@@ -147,7 +147,11 @@ class Indexer:
         finally:
             self.coll.commit()
             self.release()
-        self.coll.collect_garbage()
+        # Texts lose their last document only when one is converted again, fails, moves or goes: a
+        # pass that found nothing changed does not scan the text store for them (a tenth of such a
+        # pass over 10,000 notes). Texts left by a run killed before this line go with the next change.
+        if summary.indexed or summary.reused or summary.removed or summary.failed:
+            self.coll.collect_garbage()
         self.coll.embed_missing(self.stop)
         summary.seconds = time.monotonic() - started
         return summary
@@ -166,7 +170,7 @@ class Indexer:
         # file whose bytes are being converted under another name waits for that conversion and
         # then reuses its text (``_to_convert``).
         queue = FairQueue(cost)
-        for info in files:
+        for info in self._not_unchanged(files, summary, progress):
             queue.push(info, self._lane(info, 0))
         # A broker's workers take every file at once, whoever's: nothing to take turns for.
         live = intake if not self.broker else None
@@ -398,8 +402,7 @@ class Indexer:
                            wanted: dict[str, FileInfo], summary: Summary,
                            progress: Progress | None) -> Iterator[Source]:
         """Settle ``info`` (unchanged, failed before it is read, reused), or yield it to convert."""
-        if looked_up is not None and not info.recheck and looked_up.size == info.size \
-                and abs(looked_up.mtime - info.mtime) < 1e-6 and not _due(looked_up):
+        if looked_up is not None and _unchanged(info, looked_up.size, looked_up.mtime, looked_up.retry_at):
             summary.unchanged += 1
             if self.refresh_access(info.path, looked_up):
                 self._maybe_commit()
@@ -455,6 +458,27 @@ class Indexer:
         self._lanes[uri] = lane
         summary.bytes += info.size
         yield Source.from_path(info.path, run_as=user)
+
+    def _not_unchanged(self, files: Iterable[FileInfo], summary: Summary,
+                       progress: Progress | None) -> Iterator[FileInfo]:
+        """``files`` less the unchanged ones, counted here: each batch of LOOKUP_BATCH looked up by
+        (size, mtime) in one query, rather than each file taken through the queue and looked up with
+        its whole row (most of a pass over unchanged folders: 0.1 s of 10,000 notes). Not in
+        enterprise mode, where an unchanged file's readers are looked at again (``refresh_access``)."""
+        if self.access is not None:
+            yield from files
+            return
+        todo = iter(files)
+        while batch := [(info, path_to_uri(info.path)) for info in itertools.islice(todo, LOOKUP_BATCH)]:
+            stamps = self.coll.stamps([uri for _, uri in batch])
+            for info, uri in batch:
+                stamp = stamps.get(uri)
+                if stamp is not None and _unchanged(info, *stamp):
+                    summary.unchanged += 1
+                    if progress:
+                        progress(1, info.path)
+                else:
+                    yield info
 
     def _with_rows(self, files: Iterable[FileInfo]) -> Iterator[tuple[FileInfo, str, Row | None]]:
         """Each file with its URI and its catalog row as looked up with LOOKUP_BATCH others: a run
@@ -616,9 +640,11 @@ def _parent_of(uri: str) -> str:
     return uri.rsplit("#", 1)[0]
 
 
-def _due(row: Row) -> bool:
-    """A transient failure whose back-off is over: converted again though the file is unchanged."""
-    return row.retry_at is not None and row.retry_at <= time.time()
+def _unchanged(info: FileInfo, size: int, mtime: float, retry_at: float | None) -> bool:
+    """Whether ``info`` is the file indexed with that size and mtime, and not a transient failure
+    whose back-off is over (converted again though the file is unchanged)."""
+    return (not info.recheck and size == info.size and abs(mtime - info.mtime) < 1e-6
+            and (retry_at is None or retry_at > time.time()))
 
 
 def index_once(cfg: Config, roots: list[str], workers: int, progress: bool,
