@@ -306,12 +306,8 @@ class Indexer:
     @property
     def made_by(self) -> str:
         """What the failures recorded now were made with: this deskdex, its limits and converters."""
-        from importlib.metadata import PackageNotFoundError, version
+        from deskdex import __version__ as ours  # what the installed distribution says (pyproject.toml's dynamic version)
 
-        try:
-            ours = version("deskdex")
-        except PackageNotFoundError:
-            ours = "?"
         lim = self.limits
         # OCR's settings and whether it can run here: a scanned PDF that failed helper_missing is tried
         # again at once when tesserocr or a language is installed.

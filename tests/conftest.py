@@ -26,6 +26,9 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parent.parent
+# deskdex.__version__, from the source (pyproject.toml takes it from there): what an installed copy must say.
+VERSION = re.search(r'^__version__ = "([^"]+)"$', (ROOT / "core" / "__init__.py").read_text(),
+                    re.M).group(1)  # type: ignore[union-attr]
 # The console script as installed (make test installs the package first): tests run what users run,
 # never the checkout on sys.path.
 DESKDEX = str(Path(sys.executable).parent / "deskdex")

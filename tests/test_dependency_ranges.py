@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import make_env
+from .conftest import VERSION, make_env
 from .test_installed import copy_checkout
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,7 +145,7 @@ def test_version_through_the_installed_console_script() -> None:
     # PYTHONPROFILEIMPORTTIME: the interpreter names on stderr every module the command imported.
     env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1")
     proc = subprocess.run([str(script), "--version"], check=False, capture_output=True, text=True, env=env, timeout=60)
-    assert (proc.returncode, proc.stdout) == (0, f"deskdex {PROJECT['version']}\n"), proc.stderr[-2000:]
+    assert (proc.returncode, proc.stdout) == (0, f"deskdex {VERSION}\n"), proc.stderr[-2000:]
     loaded = set(re.findall(r"^import time:.*\|\s+(\S+)\s*$", proc.stderr, re.MULTILINE))
     assert "deskdex.clients.launch" in loaded  # the list is real: it holds the entry point
     heavy = {m for m in loaded if m.startswith(("deskdex.daemon", "deskdex.index", "deskdex.converters",
@@ -154,7 +154,7 @@ def test_version_through_the_installed_console_script() -> None:
     # Also where the full parser reads it (after --home), and listed by --help.
     proc = subprocess.run([str(script), "--home", "/nonexistent/deskdex", "--version"], capture_output=True, text=True,
                           timeout=60)
-    assert (proc.returncode, proc.stdout) == (0, f"deskdex {PROJECT['version']}\n"), proc.stderr[-2000:]
+    assert (proc.returncode, proc.stdout) == (0, f"deskdex {VERSION}\n"), proc.stderr[-2000:]
     helped = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
     assert "--version" in helped.stdout, helped.stdout
 

@@ -38,7 +38,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from .conftest import make_env
+from .conftest import VERSION, make_env
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -46,7 +46,6 @@ SETUPTOOLS: dict[str, Any] = PYPROJECT["tool"]["setuptools"]
 PACKAGES: list[str] = SETUPTOOLS["packages"]
 PACKAGE_DIR: dict[str, str] = SETUPTOOLS["package-dir"]
 PACKAGE_DATA: dict[str, list[str]] = SETUPTOOLS.get("package-data", {})
-VERSION: str = PYPROJECT["project"]["version"]
 DIST_INFO = f"deskdex-{VERSION}.dist-info"
 # Root folders with Python in them that deskdex does not ship: they run from the checkout.
 NOT_SHIPPED = {"tests", "benchmarks"}
