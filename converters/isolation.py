@@ -21,6 +21,7 @@ records a crash only if it is not.
 
 from __future__ import annotations
 
+import gc
 import logging
 import multiprocessing as mp
 import os
@@ -114,6 +115,11 @@ def _worker_main(conn: Connection, limits: Limits, idle: bool, overrides: dict[s
     from .registry import Registry
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the indexer's to handle, see above
+    # What the fork server preloaded (converters, trafilatura, the language model: most of this
+    # process's objects) is put out of the collector's reach: a collection writes to the header of
+    # every object it looks at, which copies each page this worker shares with the fork server and
+    # the other workers into its own memory.
+    gc.freeze()
     if idle:
         lower_priority()
     registry = Registry(overrides=overrides)
