@@ -315,3 +315,27 @@ def test_a_new_catalog_needs_no_backfill_and_one_with_texts_does(tmp_path: Path)
     meaning.create(db)
     assert meaning.backfill_due(db)
     assert meaning.missing(db) == [("aa" * 16, "a.txt")]
+
+
+def test_a_long_text_is_embedded_from_its_first_words_without_splitting_all_of_it():
+    """The writer embeds at most PASSAGE_WORDS * MAX_PASSAGES words of a text: they are split from
+    a prefix (``_first_words``), which gives the words ``text.split()`` gives, whatever the spacing."""
+    import random
+
+    from deskdex.index.meaning import MAX_PASSAGES, PASSAGE_WORDS, _first_words, _passage_words
+
+    rnd = random.Random(33)
+    limit = PASSAGE_WORDS * MAX_PASSAGES
+    for _ in range(500):
+        words = ["".join(rnd.choice("abé日") for _ in range(rnd.randint(1, 30)))
+                 for _ in range(rnd.choice([0, 1, PASSAGE_WORDS, limit - 1, limit, limit + 1, 3 * limit]))]
+        gaps = [rnd.choice([" ", "\n", " \t ", " " * rnd.randint(1, 300)]) for _ in range(len(words) + 1)]
+        text = gaps[0] + "".join(w + g for w, g in zip(words, gaps[1:]))
+        for n in (1, PASSAGE_WORDS, limit):
+            assert _first_words(text, n) == text.split()[:n]
+        # as from every word of the text: the title and name, then windows of the first words
+        every = text.split()
+        head = ["A", "title", "a.txt"]
+        expected = [head + every] if len(every) <= PASSAGE_WORDS else \
+            [head] + [every[i:i + PASSAGE_WORDS] for i in range(0, min(len(every), limit), PASSAGE_WORDS)]
+        assert _passage_words(text, "A title", "a.txt") == expected
