@@ -299,6 +299,7 @@ class Collection:
             if partial := doc.meta.get(PARTIAL):  # a limit left part of it out: listed with the failures
                 row.reason, row.error = PARTIAL, partial
             new_text = self.catalog.texts.put(row.blob, data)
+            del data  # a large text's bytes, not kept through the rest of the work on it
         self._store(row, doc, feats, new_text)
 
     def _store(self, row: Row, doc: Document | None, feats: Features | None = None, new_text: bool = False) -> None:
