@@ -108,6 +108,9 @@ ADDED = {"attempts": ("INTEGER NOT NULL DEFAULT 0", "0"), "retry_at": ("REAL", "
 _PUT = (f"INSERT INTO docs({','.join(COLUMNS)}) VALUES({','.join('?' * len(COLUMNS))}) ON CONFLICT(uri) DO UPDATE SET "
         + ",".join(f"{c}=excluded.{c}" for c in COLUMNS if c != "uri"))
 _values = operator.attrgetter(*COLUMNS)
+# The rows of a list of URIs given as one JSON array: one statement whatever their number.
+_BY_URIS = " WHERE uri IN (SELECT value FROM json_each(?))"
+
 
 class Catalog:
     def __init__(self, path: str, writable: bool = True) -> None:
@@ -207,14 +210,12 @@ class Catalog:
     def get_many(self, uris: list[str]) -> dict[str, Row]:
         """The rows of those of ``uris`` that have one, by one query (a folder's files looked up
         together cost one statement, not one each)."""
-        q = self._select + " WHERE uri IN (SELECT value FROM json_each(?))"
-        return {row.uri: row for row in (Row(*r) for r in self.db.execute(q, (json.dumps(uris),)))}
+        return {row.uri: row for row in (Row(*r) for r in self.db.execute(self._select + _BY_URIS, (json.dumps(uris),)))}
 
     def stamps(self, uris: list[str]) -> dict[str, tuple[int, float, float | None]]:
         """(size, mtime, retry_at) of those of ``uris`` that have a row, by one query: what tells
         an unchanged file, without building its whole row."""
-        q = self._stamps + " WHERE uri IN (SELECT value FROM json_each(?))"
-        return {r[0]: r[1:] for r in self.db.execute(q, (json.dumps(uris),))}
+        return {r[0]: r[1:] for r in self.db.execute(self._stamps + _BY_URIS, (json.dumps(uris),))}
 
     def put(self, row: Row) -> None:
         self.begin()

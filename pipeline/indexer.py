@@ -466,8 +466,7 @@ class Indexer:
         if self.access is not None:
             yield from files
             return
-        todo = iter(files)
-        while batch := [(info, path_to_uri(info.path)) for info in itertools.islice(todo, LOOKUP_BATCH)]:
+        for batch in _with_uris(files):
             stamps = self.coll.stamps([uri for _, uri in batch])
             for info, uri in batch:
                 stamp = stamps.get(uri)
@@ -481,8 +480,7 @@ class Indexer:
     def _with_rows(self, files: Iterable[FileInfo]) -> Iterator[tuple[FileInfo, str, Row | None]]:
         """Each file with its URI and its catalog row as looked up with LOOKUP_BATCH others: a run
         over an unchanged folder is mostly these lookups."""
-        todo = iter(files)
-        while batch := [(info, path_to_uri(info.path)) for info in itertools.islice(todo, LOOKUP_BATCH)]:
+        for batch in _with_uris(files):
             rows = self.coll.get_many([uri for _, uri in batch])
             for info, uri in batch:
                 yield info, uri, rows.get(uri)
@@ -663,6 +661,13 @@ def _trim_heap() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+def _with_uris(files: Iterable[FileInfo]) -> Iterator[list[tuple[FileInfo, str]]]:
+    """``files`` with their URIs, LOOKUP_BATCH at a time: what one catalog query looks up."""
+    todo = iter(files)
+    while batch := [(info, path_to_uri(info.path)) for info in itertools.islice(todo, LOOKUP_BATCH)]:
+        yield batch
 
 
 def _unchanged(info: FileInfo, size: int, mtime: float, retry_at: float | None) -> bool:
