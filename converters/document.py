@@ -95,12 +95,63 @@ class Document:
         """Plain text: the title, then each block on its own line."""
         return "\n".join(_lines(self.title, self.blocks, main_only))
 
-    def body_text(self, boilerplate: bool = False) -> str:
-        """Text of the blocks only: the main content, or with ``boilerplate`` only the boilerplate."""
-        return "\n".join(b.text for b in self.blocks if b.boilerplate == boilerplate)
+    def body_text(self, boilerplate: bool = False, limit: int | None = None) -> str:
+        """Text of the blocks only: the main content, or with ``boilerplate`` only the boilerplate.
+        ``limit``: at most that many characters, joined from the first blocks only (what reads a
+        text's beginning need not join a 20 MB text)."""
+        if limit is None:
+            return "\n".join(b.text for b in self.blocks if b.boilerplate == boilerplate)
+        head, size = [], 0
+        for b in self.blocks:
+            if b.boilerplate == boilerplate:
+                head.append(b.text)
+                size += len(b.text) + 1
+                if size > limit:
+                    break
+        return "\n".join(head)[:limit]
+
+    def body_chunks(self, boilerplate: bool = False, size: int = 1 << 20) -> list[str]:
+        """``body_text`` as pieces of about ``size`` characters, cut between blocks, and a longer
+        block at a space (one piece for most texts). A str is as wide as its widest character: one
+        emoji makes a 20 MB text 77 MB once joined, while its pieces without one stay a byte a
+        character; a library reading the text (tantivy's) copies it piece by piece too."""
+        out: list[str] = []
+        head: list[str] = []
+        length = 0
+        for b in self.blocks:
+            if b.boilerplate != boilerplate:
+                continue
+            text = b.text
+            if len(text) > size:
+                if head:
+                    out.append("\n".join(head))
+                    head, length = [], 0
+                out.extend(_cut(text, size))
+                continue
+            head.append(text)
+            length += len(text) + 1
+            if length >= size:
+                out.append("\n".join(head))
+                head, length = [], 0
+        if head or not out:
+            out.append("\n".join(head))
+        return out
 
     def links(self) -> Iterator[Inline]:
         return (r for b in self.blocks for r in b.runs if r.href)
+
+
+def _cut(text: str, size: int) -> Iterator[str]:
+    """``text`` in pieces of at most ``size`` characters, each ending before a space or line end
+    where one is found (a word is cut only in a text without any)."""
+    i = 0
+    while len(text) - i > size:
+        cut = max(text.rfind(" ", i, i + size), text.rfind("\n", i, i + size))
+        if cut <= i:
+            cut = i + size
+        yield text[i:cut]
+        i = cut
+    yield text[i:]
 
 
 def _lines(title: str, blocks: Iterable[Block], main_only: bool) -> Iterator[str]:

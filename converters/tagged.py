@@ -16,6 +16,7 @@ controls, lone surrogates) are dropped on the way out, so any converter output s
 
 from __future__ import annotations
 
+from typing import Iterator
 from xml.sax.saxutils import escape, quoteattr
 
 from lxml import etree
@@ -35,11 +36,36 @@ def _attr(s: str) -> str:
 
 
 def dumps(doc: Document) -> str:
-    out = [f"<doc uri={_attr(doc.uri)} mime={_attr(doc.mime)}>\n"]
+    return "".join(_pieces(doc))
+
+
+# Pieces encoded together by dumps_utf8: large enough that the joins cost nothing, small enough
+# that a 20 MB text never exists as one str besides its bytes.
+_CHUNK = 1 << 20
+
+
+def dumps_utf8(doc: Document) -> bytes:
+    """``dumps(doc).encode("utf-8")`` without the whole text as a str: a writer's peak on a 20 MB
+    text (the pieces, their join and its encoding at once: 170 MiB) is the bytes and one chunk."""
+    chunks: list[bytes] = []
+    pending: list[str] = []
+    size = 0
+    for piece in _pieces(doc):
+        pending.append(piece)
+        size += len(piece)
+        if size >= _CHUNK:
+            chunks.append("".join(pending).encode("utf-8"))
+            pending, size = [], 0
+    chunks.append("".join(pending).encode("utf-8"))
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _pieces(doc: Document) -> Iterator[str]:
+    yield f"<doc uri={_attr(doc.uri)} mime={_attr(doc.mime)}>\n"
     if doc.title:
-        out.append(f"<title>{_text(doc.title)}</title>\n")
+        yield f"<title>{_text(doc.title)}</title>\n"
     for name, value in doc.meta.items():
-        out.append(f"<meta name={_attr(name)}>{_text(value)}</meta>\n")
+        yield f"<meta name={_attr(name)}>{_text(value)}</meta>\n"
     for b in doc.blocks:
         attrs = ""
         if b.level:
@@ -48,19 +74,34 @@ def dumps(doc: Document) -> str:
             attrs += ' boilerplate="1"'
         if b.page is not None:
             attrs += f' page="{b.page}"'
-        out.append(f"<{b.kind}{attrs}>")
+        yield f"<{b.kind}{attrs}>"
         for r in b.runs:
+            if len(r.text) > _CHUNK and r.href is None and not r.style:
+                yield from _long_text(r.text)  # a plain text's one paragraph can be its whole 20 MB
+                continue
             t = _text(r.text)
             if r.href is not None:
                 style = f" style={_attr(r.style)}" if r.style else ""
-                out.append(f"<a href={_attr(r.href)}{style}>{t}</a>")
+                yield f"<a href={_attr(r.href)}{style}>{t}</a>"
             elif r.style:
-                out.append(f"<{r.style}>{t}</{r.style}>")
+                yield f"<{r.style}>{t}</{r.style}>"
             else:
-                out.append(t)
-        out.append(f"</{b.kind}>\n")
-    out.append("</doc>\n")
-    return "".join(out)
+                yield t
+        yield f"</{b.kind}>\n"
+    yield "</doc>\n"
+
+
+def _long_text(s: str) -> Iterator[str]:
+    """``_text(s)`` a piece at a time: each piece is copied twice (cleaned, escaped) where the whole
+    text would be, and is as wide as its own widest character. A piece never ends between the "\r"
+    and "\n" of a line end, which ``clean`` makes one "\n"."""
+    i = 0
+    while i < len(s):
+        j = i + _CHUNK
+        if s[j - 1:j] == "\r":
+            j += 1
+        yield _text(s[i:j])
+        i = j
 
 
 def loads(data: str | bytes) -> Document:

@@ -288,7 +288,7 @@ class Collection:
             from deskdex.converters import tagged
 
             uri, doc.uri = doc.uri, ""
-            data = tagged.dumps(doc).encode("utf-8")
+            data = tagged.dumps_utf8(doc)
             doc.uri = uri
             row.blob = bytes_checksum(data)
             row.text_sum = feats.group if feats is not None and feats.group else \
@@ -325,7 +325,7 @@ class Collection:
         if row.cluster != written:  # put() wrote the row with ``written``: the same needs no UPDATE
             self.catalog.set_cluster(doc_id, row.cluster)
         if self.meaning is not None and new_text and doc is not None and row.status == "ok" and row.blob:
-            meaning.store(self.catalog.db, self.meaning, row.blob, doc.body_text(), row.title or "",
+            meaning.store(self.catalog.db, self.meaning, row.blob, doc.body_text(limit=meaning.TEXT_CHARS), row.title or "",
                           os.path.basename(row.path or row.uri))
         self._index(row, doc)
         self._clusters.recluster(changed | {doc_id}, {old} if old is not None else set(), skip=doc_id,

@@ -266,7 +266,11 @@ def to_fields(row: "Row", doc: "Document | None") -> tantivy.Document:
     if row.readers:
         fields["reader"] = reader_terms(row.readers)
     if doc is not None:
-        fields[body_field(row.lang)] = body = doc.body_text()
+        # A long body goes in as several values of its field, a piece of about 1 MB each, not as
+        # one joined text: a phrase across two pieces (once a MB) is not found, and the writer
+        # holds a 20 MB text at a byte a character (Document.body_chunks).
+        body = doc.body_chunks()
+        fields[body_field(row.lang)] = body[0] if len(body) == 1 else body
         boiler = doc.body_text(boilerplate=True)
         if boiler:
             fields["boiler"] = boiler
@@ -278,8 +282,8 @@ def to_fields(row: "Row", doc: "Document | None") -> tantivy.Document:
         if doc.meta.get("anchors"):
             fields["anchors"] = doc.meta["anchors"]
         # str.isascii() is O(1) in CPython: most texts skip the scan, which finds no CJK in ASCII.
-        if not (doc.title.isascii() and body.isascii() and boiler.isascii()):
-            bi, uni = cjk_grams(doc.title, body, boiler)
+        if not (doc.title.isascii() and all(b.isascii() for b in body) and boiler.isascii()):
+            bi, uni = cjk_grams(doc.title, *body, boiler)
             if uni:
                 fields["cjk"], fields["cjk1"] = bi, uni
     d = tantivy.Document(**fields)

@@ -42,6 +42,10 @@ PASSAGE_WORDS = 150
 # Passages of one text at most: the first ones. A long text's beginning says what it is about,
 # and the store must stay small (docs/search.md, "Meaning": sizes measured).
 MAX_PASSAGES = 8
+# Characters of a text that its passages are taken from: 1,200 words of prose take 8,000. A writer
+# joins no more of a document's blocks than this (Document.body_text's limit), and a text embedded
+# again later from the store (``backfill``) is cut at the same place, so both give the same vectors.
+TEXT_CHARS = 1 << 17
 DIM = 256  # the model's dimensions
 # Those kept: 128 found as much on the meaning set's train part as 256 (docs/benchmarks.md, "Meaning
 # search") at half the store and half the work of summing a passage's token vectors.
@@ -315,8 +319,10 @@ def _passage_words(text: str, title: str, name: str) -> list[list[str]]:
 
 
 def _first_words(text: str, n: int) -> list[str]:
-    """All the words of ``text`` (as ``text.split()``) up to the first ``n``: split from a prefix, not
-    the whole text (all the words of a 5 MB text take 48 MiB of the writer's memory, to keep 1,200)."""
+    """All the words of ``text``'s first ``TEXT_CHARS`` characters (as ``text.split()``) up to the
+    first ``n``: split from a prefix, not the whole text (all the words of a 5 MB text take 48 MiB
+    of the writer's memory, to keep 1,200)."""
+    text = text[:TEXT_CHARS]
     size = 16 * n
     while size < len(text):
         words = text[:size].split()

@@ -43,3 +43,29 @@ def test_dumps_shows_the_documented_elements():
     for piece in ('<h level="1">Intro</h>', "<strong>bold</strong>", '<a href="https://example.org/?a=1&amp;b=2">',
                   '<p boilerplate="1">', '<meta name="author">'):
         assert piece in out
+
+
+def test_a_long_text_is_written_and_cut_in_pieces_that_change_nothing():
+    """``dumps_utf8`` (a writer's, piece by piece) gives ``dumps``'s bytes, a line end "\r\n" astride
+    two pieces included; ``body_chunks`` holds the body's words in the same order, cut between
+    blocks and, in a block longer than a piece, at a space."""
+    from deskdex.converters.tagged import _CHUNK
+
+    long_run = ("a & b < c\r\n" * (_CHUNK // 11 + 3))[:_CHUNK - 1] + "\r\n" + "tail \U0001F600 text\x00 " * 50
+    doc = Document(uri="u", mime="text/plain", title="T", blocks=[
+        Block.of("p", "first"), Block("p", [Inline(long_run)]), Block.of("p", "Home", ),
+        Block("p", [Inline("x" * 10), Inline("styled", "em")]), Block.of("p", "last words")])
+    doc.blocks[2].boilerplate = True
+    assert tagged.dumps_utf8(doc) == tagged.dumps(doc).encode("utf-8")
+    assert tagged.loads(tagged.dumps_utf8(doc)).blocks[1].text.count("\n") == long_run.count("\r\n")
+    small = sample()
+    assert tagged.dumps_utf8(small) == tagged.dumps(small).encode("utf-8")
+
+    pieces = doc.body_chunks(size=1000)
+    assert len(pieces) > 3 and all(len(p) <= 1000 for p in pieces)
+    assert " ".join(pieces).split() == doc.body_text().split()
+    assert doc.body_chunks(boilerplate=True) == ["Home"] and small.body_chunks() == [small.body_text()]
+    assert Document(uri="u").body_chunks() == [""]
+    assert Document(uri="u", blocks=[Block.of("p", "y" * 2500)]).body_chunks(size=1000) == ["y" * 1000] * 2 + ["y" * 500]
+    # The writer's text for meaning: the first blocks only, cut at the limit
+    assert doc.body_text(limit=20) == doc.body_text()[:20] and small.body_text(limit=10**6) == small.body_text()
