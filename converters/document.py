@@ -111,31 +111,35 @@ class Document:
         return "\n".join(head)[:limit]
 
     def body_chunks(self, boilerplate: bool = False, size: int = 1 << 20) -> list[str]:
+        """``body_text`` as pieces of about ``size`` characters (``body_pieces``); one for most texts."""
+        return list(self.body_pieces(boilerplate, size))
+
+    def body_pieces(self, boilerplate: bool = False, size: int = 1 << 20) -> Iterator[str]:
         """``body_text`` as pieces of about ``size`` characters, cut between blocks, and a longer
-        block at a space (one piece for most texts). A str is as wide as its widest character: one
-        emoji makes a 20 MB text 77 MB once joined, while its pieces without one stay a byte a
+        block at a space, each made as it is asked for. A str is as wide as its widest character:
+        one emoji makes a 20 MB text 77 MB once joined, while its pieces without one stay a byte a
         character; a library reading the text (tantivy's) copies it piece by piece too."""
-        out: list[str] = []
         head: list[str] = []
         length = 0
+        given = False
         for b in self.blocks:
             if b.boilerplate != boilerplate:
                 continue
             text = b.text
             if len(text) > size:
                 if head:
-                    out.append("\n".join(head))
+                    yield "\n".join(head)
                     head, length = [], 0
-                out.extend(_cut(text, size))
+                yield from _cut(text, size)
+                given = True
                 continue
             head.append(text)
             length += len(text) + 1
             if length >= size:
-                out.append("\n".join(head))
-                head, length = [], 0
-        if head or not out:
-            out.append("\n".join(head))
-        return out
+                yield "\n".join(head)
+                head, length, given = [], 0, True
+        if head or not given:
+            yield "\n".join(head)
 
     def links(self) -> Iterator[Inline]:
         return (r for b in self.blocks for r in b.runs if r.href)

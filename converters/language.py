@@ -218,7 +218,7 @@ def tag(doc: "Document") -> None:
     if "lang" in doc.meta:
         return
     try:
-        code = detect(doc.body_text())
+        code = detect(doc.body_text(limit=SAMPLE))  # not the whole text joined, to read its beginning
     except Exception:  # a detector bug must cost the language, never the document
         logger.exception("language detection failed on %s", doc.uri)
         return

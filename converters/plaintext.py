@@ -18,6 +18,7 @@ def convert(source: Source, mime: str) -> Document:
     if not looks_like_text(data[:8192]):
         raise CorruptFile("binary data, not text")
     text, encoding = decode(data)
+    del data  # a large file's bytes are not kept while its text is split
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     doc = Document(uri=source.uri, mime=mime, meta={"encoding": encoding})
     for para in _PARA.split(text):

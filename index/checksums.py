@@ -8,7 +8,7 @@ import hashlib
 import re
 import threading
 import unicodedata
-from typing import BinaryIO
+from typing import BinaryIO, Iterable
 
 from deskdex.converters import open_regular
 from deskdex.errors import Interrupted, SizeLimit, UnreadableFile
@@ -93,10 +93,11 @@ def normalise(text: str) -> str:
 CHUNK_CHARS = 1_000_000  # text read at a time by words_checksum
 
 
-def words_checksum(*texts: str) -> str | None:
+def words_checksum(texts: Iterable[str]) -> str | None:
     """``bytes_checksum`` of the words of ``texts`` joined by spaces (``normalise``), read a piece
     at a time so a long text never becomes one list of words; None when there are no words. A
-    piece ends after a space or newline, where no word, and no Unicode normalisation, spans."""
+    piece ends after a space or newline, where no word, and no Unicode normalisation, spans.
+    ``texts`` may be a generator: one long text's pieces, made as they are read."""
     h = hashlib.blake2b(digest_size=16)
     sep = b""
     for text in texts:

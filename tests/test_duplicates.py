@@ -148,7 +148,36 @@ def test_the_exact_key_of_a_long_text_is_read_in_pieces_and_the_same(monkeypatch
         boiler = "".join(rnd.choice(pieces) + " " for _ in range(rnd.randrange(0, 20)))
         whole = checksums.words(text) + checksums.words(boiler)
         expected = bytes_checksum(" ".join(whole).encode("utf-8")) if whole else None
-        assert words_checksum(text, boiler) == expected, (text, boiler)
+        assert words_checksum((text, boiler)) == expected, (text, boiler)
+
+
+def test_a_documents_features_from_its_pieces_are_those_of_its_whole_text(monkeypatch):
+    """A worker computes a long document's features from its first FEATURE_CHARS characters and its
+    pieces (Document.body_pieces), never joining the body: they equal those of the joined text,
+    whether the pieces are cut between blocks or inside a long block."""
+    import random
+
+    from itertools import chain
+
+    from deskdex.converters import Block, Document
+    from deskdex.index import features
+    from deskdex.index.checksums import words_checksum
+
+    monkeypatch.setattr(features, "FEATURE_CHARS", 500)
+    rnd = random.Random(5)
+    vocabulary = ["harbour", "Straße", "ship", "😀", "keeper", "ﬁle", "42", "e\u0301t\u00e9"]
+    for _ in range(30):
+        blocks = [Block.of("p", " ".join(rnd.choice(vocabulary) for _ in range(rnd.randrange(1, 400))))
+                  for _ in range(rnd.randrange(1, 12))]
+        blocks.append(Block.of("p", "Home | About"))
+        blocks[-1].boilerplate = True
+        doc = Document(uri="u", blocks=blocks)
+        got = features.document_features(doc)
+        want = features.features(doc.body_text(), doc.body_text(boilerplate=True))
+        assert (got.group, got.fp) == (want.group, want.fp) and (got.fps == want.fps).all()
+        assert got.group is not None and list(doc.body_pieces(size=300)) == doc.body_chunks(size=300)
+        # the key from small pieces, cut inside blocks too, is the same
+        assert words_checksum(chain(doc.body_pieces(size=300), ["Home | About"])) == want.group
 
 
 def test_near_duplicate_features_read_a_bounded_head(monkeypatch):
