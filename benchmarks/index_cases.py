@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import index_profile  # noqa: E402
 from compare_recoll import ensure_prerequisites, load_manifest  # noqa: E402
-from recoll_proc import Run, _become_subreaper, _reap_orphans, exited, sample, tree  # noqa: E402
+from recoll_proc import Run, _become_subreaper, _reap_orphans, exited, pss_kib, sample, tree  # noqa: E402
 from recoll_tools import ROOT, Deskdex, Recoll  # noqa: E402
 
 from deskdex.pipeline.scan import Excluder, walk  # noqa: E402
@@ -55,17 +55,6 @@ INTERVAL = 0.2
 
 
 # -- measuring ----------------------------------------------------------------------------------
-def pss_kib(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 def measure(cmd: list[str], env: dict[str, str]) -> tuple[Run, int]:
     """recoll_proc.measure with the tree's PSS sampled too: (the run, peak PSS in bytes). The tree is
     every descendant of this process (a subreaper), so the fork server and workers count even if

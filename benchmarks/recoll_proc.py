@@ -145,18 +145,33 @@ def measure(cmd: list[str], env: dict[str, str] | None = None, interval: float =
     return run
 
 
+def cpu(pid: int, reaped: bool = True) -> float:
+    """CPU seconds (user and system) used so far by process ``pid``, with ``reaped`` those of the
+    children it has waited for too; 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15 if reaped else 13]) / TICK
+
+
 def tree_cpu(pid: int) -> float:
     """CPU seconds used so far by ``pid`` and its descendants: each live process's own, plus what
     the children it has reaped used (a fork server's ended converters count through it)."""
-    total = 0.0
-    for p in tree(pid):
-        try:
-            with open(f"/proc/{p}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(x) for x in fields[11:15]) / TICK
-    return total
+    return sum(cpu(p) for p in tree(pid))
+
+
+def pss_kib(pid: int) -> int:
+    """The proportional set size of ``pid`` (pages shared with other processes counted in part)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def du(path: str) -> int:
