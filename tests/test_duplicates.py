@@ -169,8 +169,7 @@ def test_a_documents_features_from_its_pieces_are_those_of_its_whole_text(monkey
     for _ in range(30):
         blocks = [Block.of("p", " ".join(rnd.choice(vocabulary) for _ in range(rnd.randrange(1, 400))))
                   for _ in range(rnd.randrange(1, 12))]
-        blocks.append(Block.of("p", "Home | About"))
-        blocks[-1].boilerplate = True
+        blocks.append(Block.of("p", "Home | About", boilerplate=True))
         doc = Document(uri="u", blocks=blocks)
         got = features.document_features(doc)
         want = features.features(doc.body_text(), doc.body_text(boilerplate=True))

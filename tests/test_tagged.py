@@ -53,9 +53,8 @@ def test_a_long_text_is_written_and_cut_in_pieces_that_change_nothing():
 
     long_run = ("a & b < c\r\n" * (_CHUNK // 11 + 3))[:_CHUNK - 1] + "\r\n" + "tail \U0001F600 text\x00 " * 50
     doc = Document(uri="u", mime="text/plain", title="T", blocks=[
-        Block.of("p", "first"), Block("p", [Inline(long_run)]), Block.of("p", "Home", ),
+        Block.of("p", "first"), Block("p", [Inline(long_run)]), Block.of("p", "Home", boilerplate=True),
         Block("p", [Inline("x" * 10), Inline("styled", "em")]), Block.of("p", "last words")])
-    doc.blocks[2].boilerplate = True
     assert tagged.dumps_utf8(doc) == tagged.dumps(doc).encode("utf-8")
     assert tagged.loads(tagged.dumps_utf8(doc)).blocks[1].text.count("\n") == long_run.count("\r\n")
     small = sample()
