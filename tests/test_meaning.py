@@ -318,11 +318,17 @@ def test_a_new_catalog_needs_no_backfill_and_one_with_texts_does(tmp_path: Path)
 
 
 def test_a_long_text_is_embedded_from_its_first_words_without_splitting_all_of_it():
-    """The writer embeds at most PASSAGE_WORDS * MAX_PASSAGES words of a text: they are split from
-    a prefix (``_first_words``), which gives the words ``text.split()`` gives, whatever the spacing."""
+    """The writer embeds at most PASSAGE_WORDS * MAX_PASSAGES words of a text's first TEXT_CHARS
+    characters: they are split from a prefix (``_first_words``), which gives the words
+    ``text.split()`` gives, whatever the spacing (these texts' first 1,200 words are all within it)."""
     import random
 
-    from deskdex.index.meaning import MAX_PASSAGES, PASSAGE_WORDS, _first_words, _passage_words
+    from deskdex.index.meaning import MAX_PASSAGES, PASSAGE_WORDS, TEXT_CHARS, _first_words, _passage_words
+
+    # Past TEXT_CHARS nothing is read: the writer (Document.body_text's limit) and a backfill from the
+    # stored text embed the same words.
+    assert _first_words(" " * TEXT_CHARS + "late words", 10) == []
+    assert _first_words(" " * (TEXT_CHARS - 6) + "early words", 10) == ["early"]
 
     rnd = random.Random(33)
     limit = PASSAGE_WORDS * MAX_PASSAGES
