@@ -338,9 +338,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .crawl import add_commands as add_crawl
     from .shellsearch import add_command as add_shell_search
+    from .sourcecmd import add_command as add_source
     from .tray import add_command as add_tray
 
     add_crawl(sub, common, managing.crawl_env)
+    add_source(sub, common)
     add_tray(sub, common)
     add_shell_search(sub, common)
     p.commands = tuple(sub.choices or ())

@@ -176,6 +176,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     if info.get("index_bytes") is not None:  # None for another user of an enterprise-mode daemon
         say(f"index:     {_size(info['index_bytes'])} in {os.path.join(home.data_dir, 'tantivy')}")
         say(f"store:     {_size(info['store_bytes'])} in {os.path.join(home.data_dir, 'catalog.sqlite')}")
+    for source in info.get("sources") or []:
+        say(f"source:    {source_line(source)}")
     if cluster is not None:
         from deskdex.cluster import describe
 
@@ -197,6 +199,19 @@ def cmd_status(args: argparse.Namespace) -> int:
     for f in info.get("failures", []):
         say(f"  {f['path'] if '#' not in f['uri'] else f['uri']}: {f['reason']}: {f['message']}{_retried(f)}")
     return 0
+
+
+def source_line(r: dict[str, Any]) -> str:
+    """One source as ``status`` and ``source list`` show it: state, documents, last sync, failures, why."""
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["last_sync"])) if r.get("last_sync") else "never"
+    out = f"{r['url']}: {r['state']}"
+    if "documents" in r:
+        out += f", {r['documents']} documents, last sync {when}"
+    if r.get("failed"):
+        out += f", {r['failed']} failed"
+    if r.get("error"):
+        out += f" ({r['error']})"
+    return out
 
 
 def _shard_status(where: str, token: str, ca: str) -> dict[str, Any]:

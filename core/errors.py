@@ -32,6 +32,9 @@
      ├── AlreadyRunning             another daemon runs for this home
      ├── ServiceError               the service manager (systemd, launchd, schtasks) refused or is missing
      ├── FetchError                 a URL could not be fetched (carries the crawl's ``reason``)
+     ├── SourceError                a mail account or network share could not be read (deskdex.sources)
+     │    ├── SourceUnreachable     the server does not answer now: its documents are kept, tried again later
+     │    └── SourceRefused         it refused the login, or no password can be found for it
      ├── ProtocolError              the daemon refused a request it cannot take
      │    ├── BadRequest            not a JSON object with a string "op"
      │    ├── TooLarge              the request line is too long
@@ -282,6 +285,26 @@ class FetchError(DeskdexError):
 
     def fields(self) -> dict[str, Any]:
         return {"reason": self.reason}
+
+
+class SourceError(DeskdexError):
+    """A source beyond the local disk (an IMAP account, an SMB share) could not be read."""
+
+    code = "source_error"
+
+
+class SourceUnreachable(SourceError):
+    """The server could not be reached or stopped answering: a state of the source, never a reason
+    to forget what was indexed from it."""
+
+    code = "source_unreachable"
+
+
+class SourceRefused(SourceError):
+    """The server refused the credentials, or there are none (no keyring entry, a failing
+    password command): nothing changes until the user fixes them."""
+
+    code = "source_refused"
 
 
 class ProtocolError(DeskdexError):

@@ -290,6 +290,15 @@ OPS: dict[str, Op] = {op.name: op for op in (
        _job()),
     Op("crawl_reload", "The [crawl] table of the config file changed (deskdex crawl add, remove): read it again "
                        "now, crawl new sites, stop the upkeep of removed ones. Answers {sites: [URL]}."),
+    Op("source_reload", "The sources of the config file changed (deskdex source add, remove): start the new ones "
+                        "(and changed ones again), stop removed ones and drop what was indexed from them. Answers "
+                        "{sources: [URL]}."),
+    Op("source_sync", "Sync a mail account or network share now: {sources: [{url, state, error, last_sync, documents, "
+                      "fetched, failed, failures, interval}]}, as status shows them; state is one of syncing, ok, "
+                      "unreachable, refused, failed, paused, off.",
+       Arg("url", str, None, "a configured source's URL; null: every source", nullable=True, longest=MAX_URI),
+       Arg("wait", float, 0.0, f"seconds to wait for the syncs to end before answering, at most {MAX_WAIT}",
+           minimum=0, maximum=MAX_WAIT)),
     Op("retry", "Convert again now the files whose failure may pass another time (timeout, crash, memory "
                 "limit, unreadable, no converter), at or under path; answers {retrying: N} at once, the daemon converts them "
                 "next. Other failures wait for their file to change.",
@@ -308,6 +317,8 @@ ERRORS: dict[str, tuple[type[errors.DeskdexError], str]] = {cls.code: (cls, mean
     (errors.QueryError, "the query is malformed; the error's position field says where"),
     (errors.NotFound, "no such document: not indexed, or not one the caller may read (the same answer for both)"),
     (errors.ConfigError, "a setting or folder is not acceptable (e.g. watch_add of something not a folder)"),
+    (errors.SourceUnreachable, "a mail account or network share does not answer now (what was indexed from it stays)"),
+    (errors.SourceRefused, "a mail account or network share refused the login, or no password is configured for it"),
     (errors.IndexMissing, "nothing has been indexed yet"),
     (errors.IndexBusy, "another process holds the index's writer lock"),
     (errors.StoreError, "the index or catalog failed; the daemon's log says why"),

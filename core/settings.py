@@ -170,6 +170,30 @@ def _site(site: dict[str, Any]) -> str | None:
     return None
 
 
+SOURCE_KEYS = {"url": str, "user": str, "password_command": str, "interval": float}
+SOURCE_REQUIRED = ("url",)
+SOURCE_SCHEMES = ("imap", "imaps", "smb")  # deskdex.sources' registry reads these (tests/test_sources.py)
+
+
+def _source(source: dict[str, Any]) -> str | None:
+    """One [[sources]] table, as ``deskdex source add`` writes it (sources/config.py SourceEntry)."""
+    for key, value in source.items():
+        kind = SOURCE_KEYS.get(key)
+        if kind is None:
+            return f"unknown key {key!r} in a source (known: {', '.join(SOURCE_KEYS)})"
+        if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else kind):
+            return f"a source's {key} must be {'a number' if kind is float else 'a string'}, not {_shown(value)}"
+    if "url" not in source:
+        return "a source needs a url"
+    if (why := _url(source["url"], SOURCE_SCHEMES)) is not None:
+        return why
+    if urlsplit(source["url"]).password is not None:
+        return "a source's url carries no password (the keyring or password_command has it)"
+    if not 10 <= source.get("interval", 10) <= 86400:
+        return "a source's interval is 10 to 86400 seconds"
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Setting:
     name: str  # "workers", or "crawl.delay" for a key of the [crawl] table
@@ -299,6 +323,13 @@ SETTINGS: tuple[Setting, ...] = (
                                      "bullets, buttons (a 256 x 256 icon has 65536).", low=0, high=1000000000),
     Setting("ocr.time_limit", 30.0, "Seconds of OCR one file may take (at most three quarters of `time_limit`); "
                                     "pages past it are left, and the document says `ocr: partial`.", low=1, high=86400),
+    Setting("source_interval", 300.0, "Seconds between two syncs of a mail account or network share (`deskdex source "
+                                      "add`); new mail in an IMAP INBOX is indexed at once (IDLE).", low=10, high=86400),
+    Setting("sources", [], "Mail accounts and network shares to index (docs/sources.md): tables with `url` "
+                           "(imap://, imaps:// or smb://, without a password), and optional `user`, `password_command` "
+                           "(prints the password; else the system keyring has it) and `interval` (seconds).", dict,
+            check=_source,
+            shape="tables with url (imap, imaps or smb, no password), user, password_command, interval"),
     Setting("crawl.contact", "https://github.com/deskdex/deskdex",
             "A URL or address about your crawler, sent in its User-Agent so site owners can reach you.",
             check=_not_empty, shape="a URL or an address, not empty"),

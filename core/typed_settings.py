@@ -25,6 +25,15 @@ class Site(TypedDict, total=False):
     allow_private: bool
 
 
+class SourceTable(TypedDict, total=False):
+    """One ``[[sources]]`` table, as ``deskdex source add`` writes it (sources/config.py SourceEntry)."""
+
+    url: Required[str]
+    user: str
+    password_command: str
+    interval: float
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OcrTable:
     """The ``[ocr]`` table of the config file."""
@@ -178,6 +187,14 @@ class Settings:
     requests_per_second: float = 50.0
     """Enterprise mode only: requests one local user may send each second, in bursts of up to twice as many (a token
     bucket). Allowed: 0 to 1000000."""
+    source_interval: float = 300.0
+    """Seconds between two syncs of a mail account or network share (`deskdex source add`); new mail in an IMAP
+    INBOX is indexed at once (IDLE). Allowed: 10 to 86400."""
+    sources: tuple[SourceTable, ...] = ()
+    """Mail accounts and network shares to index (docs/sources.md): tables with `url` (imap://, imaps:// or smb://,
+    without a password), and optional `user`, `password_command` (prints the password; else the system keyring
+    has it) and `interval` (seconds). Allowed: tables with url (imap, imaps or smb, no password), user,
+    password_command, interval."""
     ocr: OcrTable = field(default_factory=OcrTable)
     """The ``[ocr]`` table."""
     crawl: CrawlTable = field(default_factory=CrawlTable)

@@ -46,7 +46,8 @@ LAST_GOOD = "config.last-good.toml"  # in the data folder: the file as last read
 SETTLE = 0.3  # seconds without another event before the file is read: an editor writes in steps
 
 # Read at each use: a change applies at once. Every other setting is read when the daemon starts.
-LIVE = frozenset({"folders", "exclude", "index_on_battery", "release_after", "warm_for", "cpu_budget"} |
+LIVE = frozenset({"folders", "exclude", "index_on_battery", "release_after", "warm_for", "cpu_budget", "sources",
+                  "source_interval"} |
                  {s.name for s in settings.SETTINGS if s.table == "crawl"})
 
 NOT_IN_SYSTEM_MODE = {
@@ -143,6 +144,11 @@ def apply(daemon: Daemon, new: Config) -> list[str]:
             daemon.crawls.reload()
         except ConfigError as exc:
             daemon.note(f"configured crawls not reloaded: {exc}")
+    if "sources" in changed or "source_interval" in changed:
+        try:
+            daemon.sources.reload()
+        except ConfigError as exc:
+            daemon.note(f"sources not reloaded: {exc}")
     later = [n for n in changed if n not in LIVE]
     logger.info("settings changed in %s: %s", new.home.config_file, ", ".join(changed))
     if later:

@@ -53,6 +53,7 @@ from deskdex.settings import Config
 
 from .accounts import AccountWatcher
 from .crawls import CrawlScheduler
+from .sources import SourceScheduler
 from .retries import RetrySchedule
 from .server import SEARCHES_AT_ONCE
 from .stall import Stall
@@ -137,6 +138,9 @@ class Daemon:
         # during the first reconcile, they wait for it).
         self.crawls = CrawlScheduler(cfg.home.config_file, cfg.home.data_dir, self.coll, self._write_lock,
                                      self.limits, cfg)
+        # Mail accounts and network shares (the setting sources): a thread each, writing under the same lock.
+        self.sources = SourceScheduler(cfg.home.config_file, self.coll, self._write_lock, self.limits,
+                                       lambda: self.cfg.settings, lambda: self.paused or self.on_battery)
 
     @property
     def stall(self) -> StoreError | None:
@@ -218,7 +222,7 @@ class Daemon:
             for root in roots:
                 if not self.watcher.add(root):
                     self.note(f"{root} cannot be watched live; it is rescanned on start")
-        crawls = None
+        crawls = sources = None
         try:
             with self._write_lock:
                 try:
@@ -232,6 +236,7 @@ class Daemon:
             if once:
                 return
             crawls = self.crawls.start()
+            sources = self.sources.start()
             while True:
                 with self._cond:
                     while not self._stop.is_set() and not self._has_work():
@@ -262,6 +267,8 @@ class Daemon:
         finally:
             if crawls is not None:
                 crawls.stop()
+            if sources is not None:
+                sources.stop()
             if shard_server is not None:
                 shard_server.close()
             for job in self.queue.take_jobs():  # their callers must not wait for ever

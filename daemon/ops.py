@@ -46,6 +46,7 @@ class Ops:
             "index": self.index,
             "crawl": self.crawl, "crawl_job": self.crawl_job, "crawl_cancel": self.crawl_cancel,
             "crawl_reload": self.crawl_reload,
+            "source_reload": self.source_reload, "source_sync": self.source_sync,
             "retry": self.retry,
         }
         assert set(table) == set(protocol.OPS), "every op of the protocol has its handler, and no other"
@@ -87,10 +88,10 @@ class Ops:
                "pid": os.getpid(),
                "converted": d.indexer.converted, "paused": d.paused,
                "uptime": round(time.time() - d.started, 1), "system": d.system,
-               "ocr": ocr_state(d.indexer.limits.ocr)}
+               "ocr": ocr_state(d.indexer.limits.ocr), "sources": d.sources.status()}
         if other:
             out["converted"] = None  # how busy others' files keep it
-            for key in ("current", "folders", "offline", "notes", "settings_problems", "pid"):
+            for key in ("current", "folders", "offline", "notes", "settings_problems", "pid", "sources"):
                 out[key] = [] if isinstance(out[key], list) else None
         return out
 
@@ -272,6 +273,13 @@ class Ops:
 
     def crawl_reload(self, req: Request) -> dict[str, Any]:
         return {"sites": self.daemon.crawls.reload()}
+
+    # -- sources: each synced on its own thread (daemon/sources.py) -----------------------------------
+    def source_reload(self, req: Request) -> dict[str, Any]:
+        return {"sources": self.daemon.sources.reload()}
+
+    def source_sync(self, req: Request) -> dict[str, Any]:
+        return {"sources": self.daemon.sources.sync(req.args["url"], req.args["wait"])}
 
 
 def _absolute(path: str) -> str:

@@ -535,6 +535,18 @@ class Collection:
     def files_under(self, folder: str) -> Iterator[tuple[str, str, int, float]]:
         return self.catalog.files_under(folder)
 
+    def under(self, prefix: str, source: str) -> list[tuple[str, str, int, float]]:
+        """(uri, path, size, mtime) of ``source``'s top-level documents whose URI starts with ``prefix``."""
+        return list(self.catalog.under(prefix, source))
+
+    def meta(self, key: str) -> str | None:
+        return self.catalog.get_meta(key)
+
+    @_writes
+    def set_meta(self, key: str, value: str | None) -> None:
+        """Keep ``value`` under ``key`` with the documents: committed, and rolled back, with them."""
+        self.catalog.set_meta(key, value)
+
 
 def _attr(s: str) -> str:
     from xml.sax.saxutils import escape

@@ -270,10 +270,13 @@ class Catalog:
         """(uri, path, size, mtime) of top-level file documents under ``folder``."""
         # By URI, which holds the exact bytes of every name; the path column is for display only
         # (names that are not UTF-8 show as U+FFFD there, so two folders may share a path).
-        prefix = path_to_uri(folder.rstrip("/")) + "/"
-        q = ("SELECT uri, path, size, mtime FROM docs WHERE parent IS NULL AND source='files' "
-             "AND uri >= ? AND uri < ?")
-        yield from self.db.execute(q, (prefix, prefix[:-1] + "0"))
+        yield from self.under(path_to_uri(folder.rstrip("/")) + "/", "files")
+
+    def under(self, prefix: str, source: str) -> Iterator[tuple[str, str, int, float]]:
+        """(uri, path, size, mtime) of the top-level documents of ``source`` whose URI starts with
+        ``prefix`` (a folder's ``file:///a/b/``; a mail folder's ``imap://u@h/INBOX;UIDVALIDITY=7/;UID=``)."""
+        q = "SELECT uri, path, size, mtime FROM docs WHERE parent IS NULL AND source=? AND uri >= ? AND uri < ?"
+        yield from self.db.execute(q, (source, prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)))
 
     def rows(self, where: str = "", args: Iterable[object] = ()) -> Iterator[Row]:
         for r in self.db.execute(self._select + (" WHERE " + where if where else ""), tuple(args)):
@@ -288,9 +291,13 @@ class Catalog:
         self.db.executemany("DELETE FROM pending WHERE uri=?", ((u,) for u in uris))
 
     # -- meta -------------------------------------------------------------------------------
-    def set_meta(self, key: str, value: str) -> None:
+    def set_meta(self, key: str, value: str | None) -> None:
+        """Keep ``value`` under ``key`` (None: forget it), in the transaction of the rows written meanwhile."""
         self.begin()
-        self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)", (key, value))
+        if value is None:
+            self.db.execute("DELETE FROM meta WHERE key=?", (key,))
+        else:
+            self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)", (key, value))
 
     def get_meta(self, key: str) -> str | None:
         r = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()

@@ -19,6 +19,7 @@ set -euo pipefail
 # tesseract-ocr + tesseract-ocr-eng (OCR's language data; fonts-dejavu-core: the OCR tests draw text with it).
 # redis-server: tests/test_cluster.py starts its own, on 127.0.0.1, as Celery's broker.
 # dovecot-imapd: the IMAP source tests run a real Dovecot of their own on 127.0.0.1 (tests/imap_server.py).
+# samba: the SMB source tests run a real smbd of their own on 127.0.0.1 (tests/smb_server.py).
 # chromium and chromium-driver: the web UI's end-to-end tests drive it headless with Selenium
 # (tests/browser.py); libpam-runtime: /etc/pam.d/other, which the system daemon's web login checks with.
 # dbus-daemon, dbus-bin (dbus-send), libglib2.0-bin (gdbus) and desktop-file-utils: tests/test_shell_search.py runs a
@@ -31,7 +32,7 @@ PKGS=(acl util-linux systemd poppler-utils xvfb libxkbcommon-x11-0 libxcb-cursor
       libxcb-image0 libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-xfixes0 libxcb-xkb1 libegl1 libgl1
       libfontconfig1 libdbus-1-3
       antiword catdoc djvulibre-bin ghostscript catdvi tesseract-ocr tesseract-ocr-eng fonts-dejavu-core mkvtoolnix groff qpdf python3-uno redis-server
-      dovecot-imapd chromium chromium-driver libpam-runtime dbus-daemon dbus-bin libglib2.0-bin desktop-file-utils
+      dovecot-imapd samba chromium chromium-driver libpam-runtime dbus-daemon dbus-bin libglib2.0-bin desktop-file-utils
       xdg-utils adwaita-icon-theme
       libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui)
 if [ $# -gt 0 ]; then PKGS=("$@"); fi

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .progress import with_bar
     from .scan import Excluder, FileInfo
     from .similar import convert_one, near_duplicates
+    from .sourcesync import SourceSync, SyncReport
     from .watch import Watcher
     from .websink import IndexSink, known_pages, read_known_pages
 
@@ -35,6 +36,7 @@ __getattr__ = lazy.names(__name__, {
     "with_bar": ".progress",
     "Excluder": ".scan", "FileInfo": ".scan",
     "convert_one": ".similar", "near_duplicates": ".similar",
+    "SourceSync": ".sourcesync", "SyncReport": ".sourcesync",
     "Watcher": ".watch",
     "IndexSink": ".websink", "known_pages": ".websink", "read_known_pages": ".websink",
 })
@@ -42,6 +44,6 @@ __getattr__ = lazy.names(__name__, {
 # inotify: a module of its own (the kernel's interface, also for the daemon's watch of its config file).
 __all__ = [
     "Changed", "Deleted", "Excluder", "FileInfo", "FolderWatch", "IndexSink", "Indexer", "Moved", "Record", "Rescan",
-    "Summary", "Watcher", "convert_one", "follow_changes", "index_once", "inotify", "known_pages", "near_duplicates",
-    "of_shard", "read_known_pages", "retry_once", "shard_setting", "with_bar",
+    "SourceSync", "Summary", "SyncReport", "Watcher", "convert_one", "follow_changes", "index_once", "inotify",
+    "known_pages", "near_duplicates", "of_shard", "read_known_pages", "retry_once", "shard_setting", "with_bar",
 ]

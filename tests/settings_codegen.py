@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from deskdex.settings import SETTINGS, SITE_KEYS, SITE_REQUIRED, Setting
+from deskdex.settings import SETTINGS, SITE_KEYS, SITE_REQUIRED, SOURCE_KEYS, SOURCE_REQUIRED, Setting
 
 TARGET = Path(__file__).resolve().parent.parent / "core" / "typed_settings.py"
 WIDTH = 116
@@ -36,10 +36,19 @@ from typing import Mapping, Required, TypedDict
 '''
 
 
+# The settings that are lists of tables: each table's TypedDict (name, keys, required keys, docstring).
+RECORDS = {
+    "crawl.sites": ("Site", SITE_KEYS, SITE_REQUIRED,
+                    "One ``[[crawl.sites]]`` table, as ``deskdex crawl add`` writes it (webcrawl/config.py CrawlSite)."),
+    "sources": ("SourceTable", SOURCE_KEYS, SOURCE_REQUIRED,
+                "One ``[[sources]]`` table, as ``deskdex source add`` writes it (sources/config.py SourceEntry)."),
+}
+
+
 def annotation(s: Setting) -> str:
     """The Python type of a setting's value in the typed object."""
     if s.kind is list:
-        return f"tuple[{'Site' if s.items is dict else _name(s.items)}, ...]"
+        return f"tuple[{RECORDS[s.name][0] if s.items is dict else _name(s.items)}, ...]"
     if s.kind is dict:
         return f"Mapping[str, {_name(s.items)}]"
     return _name(s.kind)
@@ -87,11 +96,10 @@ def klass(name: str, doc: str, settings: list[Setting], tables: dict[str, str]) 
 
 def source() -> str:
     """The text of core/typed_settings.py for the settings table as it is."""
-    site = ["", "", "class Site(TypedDict, total=False):",
-            '    """One ``[[crawl.sites]]`` table, as ``deskdex crawl add`` writes it '
-            '(webcrawl/config.py CrawlSite)."""',
-            ""]
-    site += [f"    {k}: {f'Required[{_name(t)}]' if k in SITE_REQUIRED else _name(t)}" for k, t in SITE_KEYS.items()]
+    site: list[str] = []
+    for name, keys, required, doc in RECORDS.values():
+        site += ["", "", f"class {name}(TypedDict, total=False):", f'    """{doc}"""', ""]
+        site += [f"    {k}: {f'Required[{_name(t)}]' if k in required else _name(t)}" for k, t in keys.items()]
     tables: dict[str, str] = {}
     for s in SETTINGS:
         if s.table and s.table not in tables:

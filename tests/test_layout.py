@@ -23,13 +23,18 @@ ALLOWED = {
     # Conversions and crawl requests on other machines (Celery): what a worker converts or fetches and
     # what it sends back.
     "deskdex.cluster": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl"},
-    "deskdex.pipeline": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl", "deskdex.cluster"},
+    # Mail accounts and network shares: they list and fetch bytes, and know nothing of the index.
+    "deskdex.sources": {"deskdex"},
+    "deskdex.pipeline": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl", "deskdex.cluster",
+                         "deskdex.sources"},
     # The web UI answers through the daemon's ops (a Backend the daemon hands it), reading files
     # with an account's rights (converters' privilege); the daemon starts it.
     "deskdex.web": {"deskdex", "deskdex.converters", "deskdex.index"},  # the tray's search as you type
     "deskdex.daemon": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl", "deskdex.pipeline",
+                       "deskdex.sources",
                        "deskdex.cluster", "deskdex.web"},
     "deskdex.clients": {"deskdex", "deskdex.converters", "deskdex.index", "deskdex.webcrawl", "deskdex.pipeline",
+                        "deskdex.sources",
                         "deskdex.daemon", "deskdex.packaging", "deskdex.cluster", "deskdex.web"},
     "deskdex.packaging": set(),
 }

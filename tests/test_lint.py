@@ -11,7 +11,7 @@ from pathlib import Path
 from .conftest import ROOT
 
 RUFF = Path(sys.executable).parent / "ruff"
-CHECKED = ["core", "daemon", "pipeline", "index", "converters", "webcrawl", "cluster", "clients", "packaging",
+CHECKED = ["core", "daemon", "pipeline", "index", "converters", "webcrawl", "cluster", "clients", "sources", "packaging",
            "tests", "benchmarks"]
 
 

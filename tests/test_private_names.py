@@ -28,7 +28,7 @@ import pytest
 
 from .conftest import ROOT
 
-PACKAGES = ("core", "daemon", "pipeline", "index", "converters", "webcrawl", "cluster", "clients")
+PACKAGES = ("core", "daemon", "pipeline", "index", "converters", "webcrawl", "cluster", "clients", "sources")
 # Public names that start with an underscore: namedtuple's documented methods, os._exit, and lxml's
 # element classes (its API reference documents lxml.etree._Element, _ElementTree, _Entity...).
 PUBLIC_UNDERSCORED = {"_replace", "_asdict", "_fields", "_make", "_field_defaults", "_exit",

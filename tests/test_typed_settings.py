@@ -154,7 +154,7 @@ def test_mypy_sees_the_type_of_each_read(tmp_path):
 def untyped_reads() -> list[str]:
     """``cfg["name"]`` / ``config["name"]`` reads in the package's source: file:line name."""
     found = []
-    for folder in ("core", "clients", "cluster", "converters", "daemon", "index", "pipeline", "webcrawl"):
+    for folder in ("core", "clients", "cluster", "converters", "daemon", "index", "pipeline", "sources", "webcrawl"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
