@@ -194,6 +194,13 @@ def _source(source: dict[str, Any]) -> str | None:
     return None
 
 
+def _sid_entry(entry: tuple[str, str]) -> str | None:
+    sid, account = entry
+    if not re.fullmatch(r"S-1-\d+(-\d+)+", sid):
+        return f"{sid!r} is not a Windows SID (S-1-5-21-...)"
+    return _account(account)
+
+
 @dataclass(frozen=True, slots=True)
 class Setting:
     name: str  # "workers", or "crawl.delay" for a key of the [crawl] table
@@ -330,6 +337,10 @@ SETTINGS: tuple[Setting, ...] = (
                            "(prints the password; else the system keyring has it) and `interval` (seconds).", dict,
             check=_source,
             shape="tables with url (imap, imaps or smb, no password), user, password_command, interval"),
+    Setting("sid_map", {}, "Enterprise mode, network shares: the local account each Windows SID of a share's ACLs "
+                           "stands for (\"S-1-5-21-...-1104\" = \"alice\"), beside Samba's own Unix SIDs (S-1-22-1-UID, "
+                           "S-1-22-2-GID) and winbind's mapping where it runs (docs/sources.md).", str,
+            check=_sid_entry, shape="SID = account name"),
     Setting("crawl.contact", "https://github.com/deskdex/deskdex",
             "A URL or address about your crawler, sent in its User-Agent so site owners can reach you.",
             check=_not_empty, shape="a URL or an address, not empty"),

@@ -195,6 +195,10 @@ class Settings:
     without a password), and optional `user`, `password_command` (prints the password; else the system keyring
     has it) and `interval` (seconds). Allowed: tables with url (imap, imaps or smb, no password), user,
     password_command, interval."""
+    sid_map: Mapping[str, str] = field(default_factory=dict)
+    """Enterprise mode, network shares: the local account each Windows SID of a share's ACLs stands for
+    ("S-1-5-21-...-1104" = "alice"), beside Samba's own Unix SIDs (S-1-22-1-UID, S-1-22-2-GID) and winbind's
+    mapping where it runs (docs/sources.md). Allowed: SID = account name."""
     ocr: OcrTable = field(default_factory=OcrTable)
     """The ``[ocr]`` table."""
     crawl: CrawlTable = field(default_factory=CrawlTable)

@@ -18,7 +18,7 @@ from .store import Catalog, Row
 
 if TYPE_CHECKING:
     from . import fingerprints, reports
-    from .access import EVERYONE, AccessChecker, Principal
+    from .access import EVERYONE, Access, AccessChecker, Principal
     from .answers import FixedStats, Part, stats_message, stats_of
     from .as_you_type import prefix_last_word
     from .checksums import bytes_checksum, normalise, raw_checksum_of, sampled_checksum_of, text_checksum
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .webpages import WebPages
 
 __getattr__ = lazy.names(__name__, {
-    "EVERYONE": ".access", "AccessChecker": ".access", "Principal": ".access",
+    "EVERYONE": ".access", "Access": ".access", "AccessChecker": ".access", "Principal": ".access",
     "FixedStats": ".answers", "Part": ".answers", "stats_message": ".answers", "stats_of": ".answers",
     "prefix_last_word": ".as_you_type",
     "bytes_checksum": ".checksums", "normalise": ".checksums", "raw_checksum_of": ".checksums",
@@ -49,8 +49,8 @@ __getattr__ = lazy.names(__name__, {
 # fingerprints and reports: modules of their own (a text's fingerprints; what the clients list).
 # Catalog and CATALOG: for a reader of the crawler's tables beside a running daemon (pipeline/websink.py).
 __all__ = [
-    "CATALOG", "EVERYONE", "AccessChecker", "Catalog", "Collection", "Features", "FixedStats", "Part", "Principal",
-    "ReadableClusters", "RemoteShard", "Row", "WebPages", "add_snippets", "bytes_checksum", "data_dir_of", "document",
+    "CATALOG", "EVERYONE", "Access", "AccessChecker", "Catalog", "Collection", "Features", "FixedStats", "Part",
+    "Principal", "ReadableClusters", "RemoteShard", "Row", "WebPages", "add_snippets", "bytes_checksum", "data_dir_of", "document",
     "fingerprints", "may_read", "normalise", "open_shards", "prefix_last_word", "raw_checksum_of", "reports",
     "sampled_checksum_of", "search", "search_shards", "shard_search", "shard_stats", "stats_message", "stats_of",
     "narrowed", "text_checksum", "type_group",

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ContextManager, Iterator
 
 from deskdex.converters import Limits, Source, WorkerPool
 from deskdex.errors import ConversionError
-from deskdex.index import Row, bytes_checksum
+from deskdex.index import Access, Row, bytes_checksum
 
 if TYPE_CHECKING:
     from deskdex.converters import Outcome
@@ -182,7 +182,7 @@ class SourceSync:
                 continue
             row = Row(uri=o.uri, parent=parent, path=item.display + o.uri[len(item.uri):], source=source.kind,
                       size=(item.size or 0) if i == 0 else 0, mtime=item.mtime or 0.0, raw_sum=raw if i == 0 else None,
-                      readers=item.readers)
+                      readers=_readers(item))
             self.coll.put(row, o.document, o.extra.get("features"))
             if i == 0:
                 report.stored += 1
@@ -199,7 +199,7 @@ class SourceSync:
             report.failures.append((uri, reason, message))
         row = Row(uri=uri, parent=parent, path=item.display + uri[len(item.uri):], source=source.kind,
                   size=item.size or 0, mtime=item.mtime or 0.0, status="failed", reason=reason, error=message,
-                  title=item.name, readers=item.readers)
+                  title=item.name, readers=_readers(item))
         self.coll.put(row, None)
         self._tick()
 
@@ -209,6 +209,11 @@ class SourceSync:
             self.coll.commit()
             self._since_commit = 0
             self._last_commit = time.monotonic()
+
+
+def _readers(item: Item) -> str | None:
+    """The catalog's ``readers`` of an item whose source told who may read it (enterprise mode)."""
+    return Access(-1, item.readers, item.everyone).to_json() if item.readers is not None else None
 
 
 def _stamps_key(source: RemoteSource) -> str:

@@ -3,7 +3,7 @@ chosen by the URL's scheme (``registry.SCHEMES``). A source lists folders of ite
 their bytes; the pipeline (deskdex.pipeline's SourceSync) converts and indexes them, and the
 daemon keeps each configured source in sync (docs/sources.md)."""
 
-from .base import Folder, Item, RemoteSource
+from .base import Folder, Item, Options, RemoteSource
 from .config import SourceEntry, normalise
 from .config import add as add_source
 from .config import find as find_source
@@ -12,5 +12,5 @@ from .config import remove as remove_source
 from .credentials import forget_password, password_of, store_password
 from .registry import SCHEMES, open_source, scheme_of
 
-__all__ = ["Folder", "Item", "RemoteSource", "SourceEntry", "normalise", "add_source", "find_source", "load_sources",
+__all__ = ["Folder", "Item", "Options", "RemoteSource", "SourceEntry", "normalise", "add_source", "find_source", "load_sources",
            "remove_source", "forget_password", "password_of", "store_password", "SCHEMES", "open_source", "scheme_of"]

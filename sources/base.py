@@ -13,8 +13,8 @@ never reused within a UIDVALIDITY): once indexed it is fetched again only if it 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator, Mapping
 
 if TYPE_CHECKING:
     from deskdex.errors import ConversionError
@@ -29,9 +29,19 @@ class Item:
     key: Any = None  # what the source needs to fetch it again (an IMAP UID, a path on the share)
     display: str = ""  # how a result shows where it is
     mime: str | None = None  # the source's word for its format; detection may overrule it
-    # Enterprise mode: the local accounts that may read it ("uid,uid"), from the server's rights;
-    # None: whoever the source belongs to.
-    readers: str | None = None
+    # Enterprise mode (Options.rights): the local accounts (uids) that may read it, from the server's
+    # rights, and whether anyone may; None: not told (nobody but root on an enterprise-mode daemon).
+    readers: frozenset[int] | None = None
+    everyone: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """How a source is read, besides its URL and password."""
+
+    user: str | None = None  # the account to log in as when the URL names none (SMB: DOMAIN\\name)
+    rights: bool = False  # enterprise mode: each item's readers from the server's rights (SMB: its ACL)
+    sid_map: Mapping[str, str] = field(default_factory=dict)  # a Windows SID -> a local account's name
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +59,12 @@ class RemoteSource(ABC):
     scheme: ClassVar[tuple[str, ...]]  # the URL schemes it reads (``imap``, ``imaps``)
     kind: ClassVar[str]  # the catalog's ``source`` column for its documents
 
-    def __init__(self, url: str, password: Callable[[], str], timeout: float = 30.0) -> None:
+    def __init__(self, url: str, password: Callable[[], str], timeout: float = 30.0,
+                 options: Options = Options()) -> None:
         self.url = url
         self.password = password  # asked at each login: a changed keyring entry is taken at once
         self.timeout = timeout
+        self.options = options
 
     @property
     @abstractmethod

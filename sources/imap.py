@@ -29,7 +29,7 @@ from imapclient.exceptions import IMAPClientError, LoginError
 
 from deskdex.errors import SizeLimit, SourceRefused, SourceUnreachable
 
-from .base import Folder, Item, RemoteSource
+from .base import Folder, Item, Options, RemoteSource
 
 if TYPE_CHECKING:
     from deskdex.errors import ConversionError
@@ -45,8 +45,9 @@ class ImapSource(RemoteSource):
     scheme = ("imap", "imaps")
     kind = "imap"
 
-    def __init__(self, url: str, password: Callable[[], str], timeout: float = 30.0) -> None:
-        super().__init__(url, password, timeout)
+    def __init__(self, url: str, password: Callable[[], str], timeout: float = 30.0,
+                 options: Options = Options()) -> None:
+        super().__init__(url, password, timeout, options)
         parts = urlsplit(url)
         self.tls = parts.scheme == "imaps"
         self.host = parts.hostname or ""

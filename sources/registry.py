@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 
 from deskdex.errors import ConfigError, NotConfigured
 
+from .base import Options
+
 if TYPE_CHECKING:
     from .base import RemoteSource
 
@@ -33,7 +35,8 @@ def scheme_of(url: str) -> str:
     return scheme
 
 
-def open_source(url: str, password: Callable[[], str], timeout: float = 30.0) -> RemoteSource:
+def open_source(url: str, password: Callable[[], str], timeout: float = 30.0,
+                options: Options | None = None) -> RemoteSource:
     """The source of ``url``, not connected yet. NotConfigured when its library is missing."""
     target, package, _ = SCHEMES[scheme_of(url)]
     module, _, name = target.partition(":")
@@ -41,4 +44,4 @@ def open_source(url: str, password: Callable[[], str], timeout: float = 30.0) ->
         cls: type[RemoteSource] = getattr(importlib.import_module(module), name)
     except ImportError as exc:
         raise NotConfigured(f"{url}: the Python package {package} is missing ({exc})") from exc
-    return cls(url, password, timeout)
+    return cls(url, password, timeout, options or Options())
