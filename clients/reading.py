@@ -58,7 +58,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         if args.open > len(hits):
             print(f"deskdex: only {len(hits)} results", file=sys.stderr)
             return EXIT_ERROR
-        return open_with_default_app(_target(hits[args.open - 1]))
+        hit = hits[args.open - 1]
+        target = _fetched_original(args, hit) if hit.get("source") in REMOTE_SOURCES else _target(hit)
+        return open_with_default_app(target)
     print_results(results, as_json=args.json, paths=args.paths, null=args.null, folded=not (args.all or args.similar))
     return 0
 
@@ -88,6 +90,33 @@ def _target(hit: SearchHit) -> str:
     """What to open for a hit: a web page, its URL; a file (a member: its container) by its exact
     name, which the path shown may not be (U+FFFD for bytes that are not UTF-8)."""
     return hit["uri"] if hit.get("source") == "web" else os.fsdecode(raw_path(hit))
+
+
+# Documents of mail accounts and network shares (deskdex.sources): opened from a copy of what their
+# server holds now (the daemon's original op), a message as an .eml file.
+REMOTE_SOURCES = ("imap", "smb")
+
+
+def _fetched_original(args: argparse.Namespace, hit: SearchHit) -> str:
+    """A copy of a source's document in the user's cache folder, fetched through the daemon (which
+    holds the source's password): the path to open. DaemonUnavailable when no daemon runs."""
+    import base64
+
+    from platformdirs import user_cache_dir
+
+    from deskdex.errors import DaemonUnavailable
+
+    answer = ask(home_given(args), "original", uri=hit["uri"])
+    if answer is None:
+        raise DaemonUnavailable("opening a message or a file of a share needs the daemon, which reads it from "
+                                "its server: start it with `deskdex daemon`")
+    folder = os.path.join(user_cache_dir("deskdex"), "opened")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    path = os.path.join(folder, os.path.basename(answer["name"]) or "document")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # a mail is nobody else's to read
+    with os.fdopen(fd, "wb") as f:
+        f.write(base64.b64decode(answer["data"]))
+    return path
 
 
 def open_with_default_app(target: str) -> int:

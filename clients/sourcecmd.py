@@ -127,7 +127,7 @@ def _sync_here(args: argparse.Namespace, home: Any) -> int:
     from deskdex.errors import SourceError, SourceUnreachable
     from deskdex.index import Collection
     from deskdex.pipeline import SourceSync
-    from deskdex.sources import load_sources, normalise, open_source, password_of
+    from deskdex.sources import Options, load_sources, normalise, open_source, password_of
 
     from .managing import stop_on_signal
 
@@ -141,7 +141,8 @@ def _sync_here(args: argparse.Namespace, home: Any) -> int:
     reports = []
     with stop_on_signal() as stop, Collection.from_settings(cfg, writable=True) as coll:
         for entry in entries:
-            source = open_source(entry.url, functools.partial(password_of, entry))
+            source = open_source(entry.url, functools.partial(password_of, entry),
+                                 options=Options(entry.user, sid_map=cfg.settings.sid_map))
             try:
                 report = SourceSync(coll, Limits.from_settings(cfg), stop=stop,
                                     commit_seconds=cfg.settings.commit_seconds).run(source)

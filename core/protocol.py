@@ -240,6 +240,11 @@ OPS: dict[str, Op] = {op.name: op for op in (
        Arg("text", bool, True, "the text's blocks too (false: metadata only, blocks [])"),
        Arg("max_blocks", int, 20_000, "blocks to answer with at most", minimum=1, maximum=MAX_BLOCKS),
        public=True),
+    Op("original", "A document of a mail account or network share as its server holds it now, for opening a hit: "
+                   "{name, mime, size, data} (data: the bytes in base64; a member, such as a message's attachment: "
+                   "its container's). Checked as document is: one the caller may not read is not_found. "
+                   "source_unreachable when the server cannot be reached now.",
+       Arg("uri", str, REQUIRED, "a hit's uri (of a source's document)", longest=MAX_URI), public=True),
     Op("pause", "Hold indexing (changes are kept and applied on resume); answers {state}."),
     Op("resume", "Resume indexing; answers {state, paused: false}."),
     Op("watch_list", "The watched folders: {folders: [{path, documents, failed, offline}]}."),

@@ -140,7 +140,7 @@ class Daemon:
                                      self.limits, cfg)
         # Mail accounts and network shares (the setting sources): a thread each, writing under the same lock.
         self.sources = SourceScheduler(cfg.home.config_file, self.coll, self._write_lock, self.limits,
-                                       lambda: self.cfg.settings, lambda: self.paused or self.on_battery)
+                                       lambda: self.cfg.settings, lambda: self.paused or self.on_battery, system)
 
     @property
     def stall(self) -> StoreError | None:

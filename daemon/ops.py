@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from deskdex import protocol
 from deskdex.converters import ocr_state
-from deskdex.errors import BadArgs
+from deskdex.errors import BadArgs, NotFound
 from deskdex.index import EVERYONE, RemoteShard, document, may_read, open_shards, reports, search_shards
 from deskdex.paths import at_or_under
 from deskdex.pipeline import convert_one, near_duplicates
@@ -46,7 +46,7 @@ class Ops:
             "index": self.index,
             "crawl": self.crawl, "crawl_job": self.crawl_job, "crawl_cancel": self.crawl_cancel,
             "crawl_reload": self.crawl_reload,
-            "source_reload": self.source_reload, "source_sync": self.source_sync,
+            "source_reload": self.source_reload, "original": self.original, "source_sync": self.source_sync,
             "retry": self.retry,
         }
         assert set(table) == set(protocol.OPS), "every op of the protocol has its handler, and no other"
@@ -160,6 +160,20 @@ class Ops:
         with self.daemon.reading() as reader:
             return document(reader, a["uri"], a["query"], text=a["text"], max_blocks=a["max_blocks"],
                             reader=self._reader_uid(req.peer))
+
+    def original(self, req: Request) -> dict[str, Any]:
+        """A source's document as its server holds it (the web UI's download, ``search --open``),
+        after the same check as ``document``: fetched from the server only for a reader who may read it."""
+        import base64
+
+        with self.daemon.reading() as reader:
+            doc = document(reader, req.args["uri"], text=False, reader=self._reader_uid(req.peer))
+        if doc["source"] in ("files", "web"):
+            raise NotFound(f"{req.args['uri']}: not a document of a mail account or network share")
+        name, data = self.daemon.sources.original(doc["uri"])
+        mime = doc["mime"] if "#" not in doc["uri"] else "message/rfc822" if doc["source"] == "imap" else ""
+        return {"name": name, "mime": mime or "application/octet-stream", "size": len(data),
+                "data": base64.b64encode(data).decode("ascii")}
 
     # -- root's (or the owner's) ops ------------------------------------------------------------------
     def dups(self, req: Request) -> dict[str, Any]:

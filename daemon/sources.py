@@ -12,14 +12,16 @@ what was indexed from them.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from deskdex.errors import BadArgs, ConfigError, DeskdexError, NotConfigured, SourceRefused, SourceUnreachable
+from deskdex.errors import (BadArgs, ConfigError, DeskdexError, NotConfigured, NotFound, SourceRefused,
+                            SourceUnreachable)
 from deskdex.pipeline import SourceSync
-from deskdex.sources import SourceEntry, load_sources, normalise, open_source, password_of
+from deskdex.sources import Options, SourceEntry, load_sources, normalise, open_source, password_of
 
 if TYPE_CHECKING:
     from deskdex.converters import Limits
@@ -83,7 +85,11 @@ class SourceThread:
             interval = self._interval()
             if ok:
                 retry = FIRST_RETRY
-                self._wait(interval)
+                try:
+                    self._wait(interval)
+                except Exception:  # waiting on the server must never end the thread: sleep instead
+                    logger.exception("waiting for changes of %s failed", self.entry.url)
+                    self.wake.wait(interval)
             else:
                 self.wake.wait(min(retry, interval))
                 retry = min(retry * 2, interval)
@@ -111,8 +117,9 @@ class SourceThread:
         self.state = "syncing"
         try:
             if self.source is None:
-                entry = self.entry
-                self.source = open_source(entry.url, lambda: password_of(entry), TIMEOUT)
+                entry, settings = self.entry, self.scheduler.settings()
+                options = Options(entry.user, rights=self.scheduler.system, sid_map=settings.sid_map)
+                self.source = open_source(entry.url, functools.partial(password_of, entry), TIMEOUT, options)
             sync = SourceSync(self.scheduler.coll, self.scheduler.limits, self.scheduler.lock, self.stop_event,
                               commit_seconds=self.scheduler.settings().commit_seconds)
             report = sync.run(self.source)
@@ -153,8 +160,9 @@ class SourceThread:
 
 class SourceScheduler:
     def __init__(self, config_file: str, coll: Collection, lock: threading.RLock, limits: Limits,
-                 settings: Callable[[], Settings], paused: Callable[[], bool]) -> None:
+                 settings: Callable[[], Settings], paused: Callable[[], bool], system: bool = False) -> None:
         self.config_file = config_file
+        self.system = system  # enterprise mode: each document's readers from the server's rights
         self.coll, self.lock, self.limits = coll, lock, limits
         self.settings, self.paused = settings, paused
         self._guard = threading.Lock()
@@ -197,6 +205,23 @@ class SourceScheduler:
                 self.coll.delete(uri)
             self.coll.commit()
         logger.info("%s removed: %d documents dropped", t.entry.url, len(uris))
+
+    def original(self, uri: str) -> tuple[str, bytes]:
+        """The name and bytes of a document of a source (a member: of its container) as the server
+        holds them now, through a connection of its own (the sync's may be in use)."""
+        top = uri.split("#", 1)[0]
+        with self._guard:
+            thread = next((t for t in self._threads.values() if t.source is not None
+                           and top.startswith(t.source.prefix)), None)
+        if thread is None:
+            raise NotFound(f"no configured source holds {uri}")
+        entry, settings = thread.entry, self.settings()
+        source = open_source(entry.url, functools.partial(password_of, entry), TIMEOUT,
+                             Options(entry.user, rights=self.system, sid_map=settings.sid_map))
+        try:
+            return source.original(top)
+        finally:
+            source.close()
 
     def status(self) -> list[dict[str, Any]]:
         with self._guard:

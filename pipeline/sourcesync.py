@@ -80,13 +80,13 @@ class SourceSync:
         was stored); the report of a sync stopped by ``stop`` is not ``complete``."""
         report = SyncReport(source.url)
         started = time.monotonic()
-        seen: list[str] = []
+        seen: list[Folder] = []
         pool = WorkerPool(1, self.limits, idle=True)
         try:
             for folder in source.folders():
                 if self.stop.is_set():
                     break
-                seen.append(folder.prefix)
+                seen.append(folder)
                 report.folders += 1
                 self._folder(source, folder, pool, report)
             else:
@@ -111,7 +111,8 @@ class SourceSync:
             report.unlisted_folders.append(folder.name)
             return
         with self.lock:
-            known = {uri: (size, mtime) for uri, _path, size, mtime in self.coll.under(folder.prefix, source.kind)}
+            known = {uri: (size, mtime) for uri, _path, size, mtime in self.coll.under(folder.prefix, source.kind)
+                     if not folder.flat or "/" not in uri[len(folder.prefix):]}  # a flat folder's: its direct items
         present = {i.uri for i in items}
         gone = [uri for uri in known if uri not in present]
         if gone:
@@ -130,17 +131,20 @@ class SourceSync:
                 stamps[folder.prefix] = folder.stamp
                 self.coll.set_meta(_stamps_key(source), json.dumps(stamps))
 
-    def _forget_others(self, source: RemoteSource, seen: list[str], report: SyncReport) -> None:
+    def _forget_others(self, source: RemoteSource, seen: list[Folder], report: SyncReport) -> None:
         """Delete what was indexed under folders the listing no longer has (or of an old UIDVALIDITY)."""
+        flat = {f.prefix for f in seen if f.flat}  # a URI is a flat folder's when its own folder part is its prefix
+        deep = [f.prefix for f in seen if not f.flat]
         with self.lock:
             gone = [uri for uri, *_ in self.coll.under(source.prefix, source.kind)
-                    if not any(uri.startswith(p) for p in seen)]
+                    if uri[:uri.rfind("/") + 1] not in flat and not any(uri.startswith(p) for p in deep)]
             for uri in gone:
                 self.coll.delete(uri)
                 self._tick()
             stamps = self._stamps(source)
-            if set(stamps) - set(seen):
-                self.coll.set_meta(_stamps_key(source), json.dumps({p: s for p, s in stamps.items() if p in seen}))
+            prefixes = {f.prefix for f in seen}
+            if set(stamps) - prefixes:
+                self.coll.set_meta(_stamps_key(source), json.dumps({p: s for p, s in stamps.items() if p in prefixes}))
         report.removed += len(gone)
 
     def _stamps(self, source: RemoteSource) -> dict[str, str]:

@@ -50,6 +50,10 @@ class Folder:
     prefix: str  # every item's URI in it starts with this, and no other's
     stamp: str | None = None  # changes whenever its items may have; None: always listed
     key: Any = None  # what the source needs to list or fetch from it
+    # Only its direct items are under its prefix as far as the sync is concerned: a URI under it with a
+    # further "/" after the prefix is another folder's (SMB: one folder per directory, its subdirectories'
+    # files are theirs). False: everything under the prefix is its (IMAP; an SMB directory not listed).
+    flat: bool = False
 
 
 class RemoteSource(ABC):
@@ -84,6 +88,11 @@ class RemoteSource(ABC):
               ) -> Iterator[tuple[Item, bytes | ConversionError | None]]:
         """Each item with its bytes (and its size and mtime filled in), or why it cannot be read
         (SizeLimit over ``max_bytes``); None for an item gone since it was listed."""
+
+    @abstractmethod
+    def original(self, uri: str) -> tuple[str, bytes]:
+        """The name and bytes of the item ``uri`` as the server holds it now (what opening a hit
+        shows); NotFound when it is gone."""
 
     def wait_for_change(self, seconds: float) -> bool:
         """Wait up to ``seconds`` for the server to say something changed (IMAP IDLE): True if it

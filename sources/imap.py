@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 import socket
 import ssl
 from dataclasses import replace
@@ -27,7 +28,7 @@ from urllib.parse import quote, unquote, urlsplit
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError, LoginError
 
-from deskdex.errors import SizeLimit, SourceRefused, SourceUnreachable
+from deskdex.errors import NotFound, SizeLimit, SourceError, SourceRefused, SourceUnreachable
 
 from .base import Folder, Item, Options, RemoteSource
 
@@ -39,6 +40,7 @@ logger = logging.getLogger(__name__)
 META_BATCH = 500  # UIDs whose size and date one FETCH asks for
 BODY_BYTES = 4 << 20  # bytes of messages one FETCH brings at most (one larger message: alone)
 LONGEST_IDLE = 25 * 60.0  # RFC 2177: an IDLE is renewed before 29 minutes
+_MESSAGE = re.compile(r"(?P<folder>[^;]+);UIDVALIDITY=(?P<validity>\d+)/;UID=(?P<uid>\d+)")
 
 
 class ImapSource(RemoteSource):
@@ -198,6 +200,22 @@ class ImapSource(RemoteSource):
             data = got.get(item.key, {}).get(b"BODY[]")
             yield item, (bytes(data) if data is not None else None)
 
+    def original(self, uri: str) -> tuple[str, bytes]:
+        match = _MESSAGE.fullmatch(uri[len(self._base):]) if uri.startswith(self._base) else None
+        if match is None:
+            raise NotFound(f"not a message of {self.url}: {uri}")
+        name, validity, uid = unquote(match["folder"]), int(match["validity"]), int(match["uid"])
+        try:
+            info = self._select(name)
+        except IMAPClientError as exc:
+            raise NotFound(f"{uri}: the folder {name} cannot be read now: {_said(exc)}") from exc
+        data = None
+        if info.get(b"UIDVALIDITY") == validity:
+            data = self._call(partial(_fetch, [uid], ["BODY.PEEK[]"])).get(uid, {}).get(b"BODY[]")
+        if data is None:
+            raise NotFound(f"{uri}: no longer on the server")
+        return f"message-{uid}.eml", bytes(data)
+
     # -- waiting --------------------------------------------------------------------------------------
     def wait_for_change(self, seconds: float) -> bool:
         """IDLE on INBOX (where new mail comes) until the server tells of a message come or gone."""
@@ -213,7 +231,7 @@ class ImapSource(RemoteSource):
             finally:
                 self._waiting = None
                 client.idle_done()
-        except (OSError, IMAPClientError) as exc:
+        except (OSError, IMAPClientError, SourceError) as exc:  # the next sync says what is wrong
             self.close()
             logger.debug("%s: IDLE ended: %s", self.url, exc)
             return False

@@ -148,10 +148,11 @@ class CLI:
         self.home = home
 
     def run(self, *args: str, check: bool = True, env: dict[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        """Run ``deskdex`` as a real process, the way a user does."""
+            timeout: float = 120, input_text: str | None = None) -> subprocess.CompletedProcess[str]:
+        """Run ``deskdex`` as a real process, the way a user does (``input_text``: its standard input)."""
         e = dict(os.environ, DESKDEX_HOME=str(self.home), NO_COLOR="1", **(env or {}))
-        p = subprocess.run([DESKDEX, *args], capture_output=True, text=True,
+        p = subprocess.run([DESKDEX, *args], capture_output=True, text=True, input=input_text,
+                           stdin=None if input_text is not None else subprocess.DEVNULL,
                            env=e, timeout=timeout, cwd=ROOT)
         if check and p.returncode != 0:
             raise AssertionError(f"deskdex {' '.join(args)} exited {p.returncode}\n{p.stdout}\n{p.stderr}")

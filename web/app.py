@@ -11,6 +11,7 @@ another origin (the Content-Security-Policy says so to the browser).
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -44,6 +45,9 @@ MAX_BODY = 64 * 1024  # a form or an API call's JSON: far above any we take, far
 MAX_URI = 8192
 CHUNK = 256 * 1024
 SESSION_COOKIE, TOKEN_COOKIE = "deskdex_session", "deskdex_token"
+# Documents of mail accounts and network shares (deskdex.sources): downloaded as their server holds
+# them (the original op), never opened inline.
+REMOTE_SOURCES = ("imap", "smb")
 # Shown inline by the browser (the preview's "open at page" for PDFs); anything else is a download,
 # so that an indexed HTML or SVG file cannot run script on this origin.
 INLINE_TYPES = {"application/pdf", "image/png", "image/jpeg", "image/gif", "image/webp", "text/plain"}
@@ -250,8 +254,11 @@ class WebApp:
         except DeskdexError as exc:
             error = protocol.error_object(exc, self.anyone(session))
             return self.render("error.html", session, code=HTTP_STATUS.get(error["code"], 500), error=error)
-        return self.render("doc.html", session, doc=doc, q=q, downloadable="#" not in doc["uri"],
-                           inline=doc["mime"] in INLINE_TYPES)
+        # A file of its own, or a document of a mail account or share (whose download is the
+        # original its server holds: a message's attachment downloads the whole message).
+        downloadable = doc["source"] in REMOTE_SOURCES or doc["source"] != "web" and "#" not in doc["uri"]
+        return self.render("doc.html", session, doc=doc, q=q, downloadable=downloadable,
+                           inline=doc["mime"] in INLINE_TYPES and doc["source"] not in REMOTE_SOURCES)
 
     async def page_file(self, request: Request) -> Response:
         """The original file, opened with the caller's rights: its path is the index's, found by the
@@ -263,6 +270,11 @@ class WebApp:
             return r.response
         try:
             doc = await self.call(session, "document", uri=uri, text=False)
+            if doc["source"] in REMOTE_SOURCES:
+                original = await self.call(session, "original", uri=uri)
+                data = base64.b64decode(original["data"])
+                return Response(data, media_type="application/octet-stream",
+                                headers=_download_headers(original["name"], False, len(data)))
             if "#" in doc["uri"] or not doc["path"]:
                 raise NotFound("no such file: a member of an archive or a web page is shown, not downloaded")
             f = await anyio.to_thread.run_sync(_open_as, doc["path"], session.account, self.options.system,
@@ -272,13 +284,7 @@ class WebApp:
         size = os.fstat(f.fileno()).st_size
         mime = doc["mime"] or "application/octet-stream"
         inline = request.query_params.get("inline") == "1" and mime in INLINE_TYPES
-        name = os.path.basename(doc["path"]) or "download"
-        disposition = ("inline" if inline else "attachment") + "; filename*=UTF-8''" + urllib.parse.quote(
-            name.encode("utf-8", "surrogateescape"))
-        headers = {"content-disposition": disposition, "content-length": str(size),
-                   # whatever the file holds, it runs nothing on this origin
-                   "content-security-policy": "sandbox; default-src 'none'; style-src 'unsafe-inline'; "
-                                              "img-src 'self' data:; object-src 'self'; plugin-types application/pdf"}
+        headers = _download_headers(os.path.basename(doc["path"]), inline, size)
         return StreamingResponse(_read_chunks(f, size), media_type=mime if inline else "application/octet-stream",
                                  headers=headers)
 
@@ -503,6 +509,15 @@ def error_response(exc: DeskdexError, anyone: bool, status: int | None = None) -
     else:
         error = protocol.error_object(exc, anyone)
     return JSONResponse({"error": error}, status_code=status or HTTP_STATUS.get(error["code"], 500))
+
+
+def _download_headers(name: str, inline: bool, size: int) -> dict[str, str]:
+    disposition = ("inline" if inline else "attachment") + "; filename*=UTF-8''" + urllib.parse.quote(
+        (name or "download").encode("utf-8", "surrogateescape"))
+    return {"content-disposition": disposition, "content-length": str(size),
+            # whatever the file holds, it runs nothing on this origin
+            "content-security-policy": "sandbox; default-src 'none'; style-src 'unsafe-inline'; "
+                                       "img-src 'self' data:; object-src 'self'; plugin-types application/pdf"}
 
 
 def _open_as(path: str, account: Account, system: bool) -> BinaryIO:
