@@ -144,7 +144,7 @@ def _sync_here(args: argparse.Namespace, home: Any) -> int:
             source = open_source(entry.url, functools.partial(password_of, entry),
                                  options=Options(entry.user, sid_map=cfg.settings.sid_map))
             try:
-                report = SourceSync(coll, Limits.from_settings(cfg), stop=stop,
+                report = SourceSync(coll, Limits.from_settings(cfg), stop=stop, workers=cfg.settings.workers,
                                     commit_seconds=cfg.settings.commit_seconds).run(source)
             except SourceError as exc:
                 failed = True

@@ -202,6 +202,10 @@ STARTUP_LIMIT = 120.0
 # never idles while the writer stores the last result.
 DEPTH = 2
 
+# Bytes a task queued behind another may carry in itself (a member's, a message's): a larger one would
+# fill the pipe, blocking its send while the worker blocks sending its last result back, and both wait.
+QUEUED_BYTES = 16 << 10
+
 # Seconds after which a file under conversion counts as slow: no other file is queued behind it,
 # and once every worker holds one, a spare may start for an account with nothing in flight.
 SLOW_FILE = 1.0
@@ -363,6 +367,8 @@ class WorkerPool:
         if plan is None:
             return None
         how, w = plan
+        if how == "queue" and source.data is not None and len(source.data) > QUEUED_BYTES:
+            return None  # waits for the worker's result, then goes to it idle
         if how in ("idle", "queue"):
             return w
         if w is not None:

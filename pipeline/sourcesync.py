@@ -67,8 +67,10 @@ class SourceSync:
     crawled pages and sources take turns), commits every ``commit_every`` documents or ``commit_seconds``."""
 
     def __init__(self, coll: Collection, limits: Limits = Limits(), lock: ContextManager[Any] | None = None,
-                 stop: threading.Event | None = None, commit_every: int = 500, commit_seconds: float = 30.0) -> None:
+                 stop: threading.Event | None = None, commit_every: int = 500, commit_seconds: float = 30.0,
+                 workers: int = 1) -> None:
         self.coll, self.limits = coll, limits
+        self.workers = workers  # converter processes (the daemon's sync: one, beside its files' own)
         self.lock: ContextManager[Any] = lock if lock is not None else contextlib.nullcontext()
         self.stop = stop or threading.Event()
         self.commit_every, self.commit_seconds = commit_every, commit_seconds
@@ -81,7 +83,7 @@ class SourceSync:
         report = SyncReport(source.url)
         started = time.monotonic()
         seen: list[Folder] = []
-        pool = WorkerPool(1, self.limits, idle=True)
+        pool = WorkerPool(self.workers, self.limits, idle=True)
         try:
             for folder in source.folders():
                 if self.stop.is_set():

@@ -113,3 +113,17 @@ def _text_of(path: Path) -> str:
         [(_, outcomes)] = list(pool.map([Source.from_path(path)]))
     assert outcomes[0].document is not None
     return outcomes[0].document.text()
+
+
+def test_tasks_carrying_large_bytes_are_not_queued_into_a_full_pipe():
+    # A message from a mail account or a member of an archive travels to the worker with its bytes.
+    # Queued behind another file, a large one filled the pipe: its send blocked while the worker
+    # blocked sending its last result back, until the time limit killed the worker.
+    body = ("word " * 60_000).encode()  # 300 KB each, well over a pipe's 64 KB
+    sources = [Source(uri=f"mem:{i}", name=f"note{i}.txt", data=body + str(i).encode()) for i in range(6)]
+    started = time.monotonic()
+    with WorkerPool(1, Limits(time_seconds=30)) as pool:
+        got = {s.uri: outcomes for s, outcomes in pool.map(sources)}
+    assert sorted(got) == sorted(s.uri for s in sources)
+    assert all(o[0].ok for o in got.values()), [(u, o[0].reason) for u, o in got.items() if not o[0].ok]
+    assert time.monotonic() - started < 25  # not one time limit waited out
