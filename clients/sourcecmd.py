@@ -145,7 +145,8 @@ def _sync_here(args: argparse.Namespace, home: Any) -> int:
                                  options=Options(entry.user, sid_map=cfg.settings.sid_map))
             try:
                 report = SourceSync(coll, Limits.from_settings(cfg), stop=stop, workers=cfg.settings.workers,
-                                    commit_seconds=cfg.settings.commit_seconds).run(source)
+                                    commit_seconds=cfg.settings.commit_seconds,
+                                    overrides=dict(cfg.settings.converters)).run(source)
             except SourceError as exc:
                 failed = True
                 reports.append({"url": entry.url, "state": "unreachable" if isinstance(exc, SourceUnreachable)

@@ -120,8 +120,9 @@ class SourceThread:
                 entry, settings = self.entry, self.scheduler.settings()
                 options = Options(entry.user, rights=self.scheduler.system, sid_map=settings.sid_map)
                 self.source = open_source(entry.url, functools.partial(password_of, entry), TIMEOUT, options)
+            settings = self.scheduler.settings()
             sync = SourceSync(self.scheduler.coll, self.scheduler.limits, self.scheduler.lock, self.stop_event,
-                              commit_seconds=self.scheduler.settings().commit_seconds)
+                              commit_seconds=settings.commit_seconds, overrides=dict(settings.converters))
             report = sync.run(self.source)
         except (SourceUnreachable, SourceRefused) as exc:
             self.state = "unreachable" if isinstance(exc, SourceUnreachable) else "refused"

@@ -68,8 +68,9 @@ class SourceSync:
 
     def __init__(self, coll: Collection, limits: Limits = Limits(), lock: ContextManager[Any] | None = None,
                  stop: threading.Event | None = None, commit_every: int = 500, commit_seconds: float = 30.0,
-                 workers: int = 1) -> None:
+                 workers: int = 1, overrides: dict[str, str] | None = None) -> None:
         self.coll, self.limits = coll, limits
+        self.overrides = overrides  # the setting converters, as for files
         self.workers = workers  # converter processes (the daemon's sync: one, beside its files' own)
         self.lock: ContextManager[Any] = lock if lock is not None else contextlib.nullcontext()
         self.stop = stop or threading.Event()
@@ -83,7 +84,9 @@ class SourceSync:
         report = SyncReport(source.url)
         started = time.monotonic()
         seen: list[Folder] = []
-        pool = WorkerPool(self.workers, self.limits, idle=True)
+        # As files are: the user's converters, and each text's duplicate features made in the worker.
+        pool = WorkerPool(self.workers, self.limits, idle=True, overrides=self.overrides,
+                          enrich="deskdex.index.features:enrich")
         try:
             for folder in source.folders():
                 if self.stop.is_set():
