@@ -1,6 +1,8 @@
-"""Messages per second from an IMAP account, against the same messages as .eml files on disk.
+"""Messages per second from an IMAP account, and files per second from an SMB share, against the
+same messages and files on disk.
 
     .venv/bin/python benchmarks/source_sync.py [--messages 2000] [--corpus /tmp/corpora/mixed]
+    .venv/bin/python benchmarks/source_sync.py --smb [--files 2000]        (as root: a Samba of its own)
 
 Builds ``--messages`` real messages from the corpus (../shared/corpus/build.sh): each body is the
 start of a real text file (of every length the corpus has, cut at 64 KB), and one in five carries
@@ -13,7 +15,12 @@ fresh home, with the installed `deskdex`:
 - ``index FOLDER``: the same messages as files, with the default workers and with ``--workers 1``
   (a source is converted by one worker, as the daemon's sync is).
 
-Prints wall seconds, CPU seconds of the command and its children, messages per second and the
+With ``--smb``: ``--files`` documents of the corpus, of every format and length it has (a team's
+share), copied into a real Samba share on 127.0.0.1 (tests/smb_server.py, a throwaway account) in
+ten folders, synced with ``source sync`` (and again, nothing changed), against ``index`` of the same
+folder on disk.
+
+Prints wall seconds, CPU seconds of the command and its children, items per second and the
 ratios. Without the corpus, messages are made from generated text (said in the output).
 """
 
@@ -86,11 +93,54 @@ def run(args: list[str], home: Path, env: dict[str, str] | None = None) -> tuple
     return wall, cpu, p.stdout
 
 
+def table(rows: list[tuple[str, float, float]], count: int, what: str) -> None:
+    first = rows[0][1]
+    print(f"\n| run | wall s | CPU s | {what}/s | wall vs source sync |\n|---|---:|---:|---:|---:|")
+    for name, wall, cpu in rows:
+        print(f"| {name} | {wall:.2f} | {cpu:.2f} | {count / wall:.0f} | {wall / first:.2f} |")
+
+
+def share(args: argparse.Namespace) -> int:
+    """The SMB half: corpus documents in a Samba share against the same files on disk."""
+    from tests.smb_server import SmbServer, samba_missing, unix_account
+
+    if why := samba_missing():
+        raise SystemExit(why)
+    rnd = random.Random(11)
+    files = sorted(p for p in args.corpus.rglob("*") if p.is_file() and not p.is_symlink())
+    files = rnd.sample(files, min(args.files, len(files)))
+    with tempfile.TemporaryDirectory(prefix="deskdex-bench-") as tmp, unix_account("bench") as account, \
+            SmbServer(Path(tmp) / "smb") as srv:
+        work = Path(tmp)
+        srv.add_user(account.pw_name, "bench-pw")
+        for i, f in enumerate(files):
+            srv.put(f"team{i % 10}/{i:05d}-{f.name}", f.read_bytes(), owner=account.pw_name)
+        size = sum(f.stat().st_size for f in files)
+        print(f"{len(files)} files of {args.corpus}, {size / 1e6:.1f} MB, in a Samba share")
+        secret = work / "secret"
+        secret.write_text("bench-pw\n")
+        home = work / "home-smb"
+        (home / "config").mkdir(parents=True)
+        url = srv.url().rstrip("/").replace("smb://", f"smb://{account.pw_name}@", 1)
+        (home / "config" / "config.toml").write_text(
+            f"folders = [{json.dumps(str(work / 'empty'))}]\n[[sources]]\nurl = {json.dumps(url)}\n"
+            f"password_command = {json.dumps(f'cat {secret}')}\n")
+        rows = [("source sync (first)", *run(["source", "sync", "--json"], home)[:2])]
+        rows.append(("source sync (nothing changed)", *run(["source", "sync", "--json"], home)[:2]))
+        rows.append(("index the same folder on disk", *run(["index", str(srv.path)], work / "home-files")[:2]))
+    table(rows, len(files), "files")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--messages", type=int, default=2000)
+    ap.add_argument("--smb", action="store_true", help="the SMB share against local files, not IMAP")
+    ap.add_argument("--files", type=int, default=2000, help="with --smb: corpus files in the share")
     ap.add_argument("--corpus", type=Path, default=Path(os.environ.get("DESKDEX_CORPUS", "/tmp/corpora/mixed")))
     args = ap.parse_args()
+    if args.smb:
+        return share(args)
     if why := dovecot_missing():
         raise SystemExit(why)
     mails, what = messages(args.messages, args.corpus)
@@ -124,10 +174,7 @@ def main() -> int:
             extra = ["--workers", str(workers)] if workers else []
             rows.append((f"index .eml files{' --workers 1' if workers else ''}",
                          *run(["index", str(folder), *extra], h)[:2]))
-    first = rows[0][1]
-    print("\n| run | wall s | CPU s | messages/s | wall vs source sync |\n|---|---:|---:|---:|---:|")
-    for name, wall, cpu in rows:
-        print(f"| {name} | {wall:.2f} | {cpu:.2f} | {len(mails) / wall:.0f} | {wall / first:.2f} |")
+    table(rows, len(mails), "messages")
     return 0
 
 

@@ -123,6 +123,9 @@ MAX_URI = 8192  # characters of a document's URI an op takes: a path the kernel 
 MAX_BLOCKS = 100_000  # blocks of a document one document op may answer with
 MAX_NESTING = 32  # arrays and objects within one another in a request; a request needs 2
 SORTS = ("relevance", "date", "size")
+# Where a document comes from (a hit's "source", the query's source:): local files, crawled pages, and
+# the kinds of deskdex.sources (each RemoteSource's ``kind``; tests/test_sources.py checks they are here).
+SOURCES = ("files", "web", "imap", "smb")
 CRAWL_SCOPES = ("host", "domain", "prefix")  # where a crawl may go from its seeds (deskdex.webcrawl.urls)
 CRAWL_STATES = ("waiting", "crawling", "done", "cancelled", "failed")  # of a crawl job; the last three are final
 MAX_WAIT = 10  # seconds crawl_job may hold its answer back for the job to end

@@ -29,7 +29,7 @@ import tantivy
 
 from deskdex.converters import LANGUAGE_CODES as CODES
 from deskdex.errors import QueryError
-from deskdex.protocol import MAX_QUERY
+from deskdex.protocol import MAX_QUERY, SOURCES
 
 from . import fulltext
 
@@ -456,8 +456,8 @@ def _type(p: Parser, v: str, pos: int) -> tantivy.Query:
 
 
 def _source(p: Parser, v: str, pos: int) -> tantivy.Query:
-    if v not in ("files", "web"):
-        raise QueryError(f"source: at position {pos} is files or web, not {v!r}", pos)
+    if v not in SOURCES:
+        raise QueryError(f"source: at position {pos} is one of {', '.join(SOURCES)}, not {v!r}", pos)
     return p._filter("source", v)
 
 

@@ -62,6 +62,7 @@ def test_every_folders_messages_and_attachments_are_found_and_the_mail_stays_unr
     assert report.complete and report.fetched == 3 and report.stored == 3 and report.members == 2, report
     assert not report.failed, report.failures
     assert found(coll, "okapi") == ["Quarterly figures"]
+    assert found(coll, "source:imap okapi") == ["Quarterly figures"] and found(coll, "source:files okapi") == []
     assert found(coll, "walrus") == ["Budget"]  # the PDF inside the message
     assert found(coll, "narwhal") == ["Plan"]
     row = coll.get(next(uri for uri, *_ in coll.under("imap://", "imap") if "Work/Projects" in uri))
@@ -173,6 +174,17 @@ def test_a_sync_stopped_midway_keeps_what_it_stored_and_the_next_one_finishes_wi
     assert second.complete and first.stored + second.stored == 40, (first, second)
     assert len(found(coll, "mammoth")) == 40
     assert len(coll.under("imap://", "imap")) == 40
+
+
+def test_every_kind_of_source_is_one_the_query_language_and_the_settings_know() -> None:
+    from deskdex.protocol import SOURCES
+    from deskdex.settings import SOURCE_SCHEMES
+    from deskdex.sources import SCHEMES
+
+    assert set(SCHEMES) == set(SOURCE_SCHEMES)
+    for scheme in SCHEMES:
+        source = open_source(f"{scheme}://u@example.org/share", lambda: "")
+        assert source.kind in SOURCES and source.prefix.startswith(f"{scheme}://")
 
 
 def test_a_source_url_keeps_no_password_and_names_a_server() -> None:
