@@ -403,3 +403,54 @@ esac
     assert m("S-1-5-21-5-5-5-1104") == {1104} and m("S-1-5-21-5-5-5-9") == frozenset()  # remembered
     assert log.read_text().count("S-1-5-21-5-5-5-1104") == 1 and log.read_text().count("S-1-5-21-5-5-5-9") == 2
     assert m("S-1-22-1-7") == {7} and "S-1-22-1-7" not in log.read_text()  # Samba's own: no need to ask
+
+
+@pytest.mark.slow
+def test_a_share_added_from_the_command_line_is_kept_in_sync_by_the_daemon(
+        server: SmbServer, accounts: Accounts, tmp_path: Path, home: Path) -> None:
+    import base64
+    import time
+
+    from .conftest import CLI
+    from .daemon_fixture import DaemonProcess
+
+    server.put("team/minutes.txt", b"the capybara minutes of Monday", owner=accounts.alice.pw_name)
+    pdf = make_pdf(tmp_path / "plan.pdf", "Plan", "Alice", ["A marmoset migration plan."])
+    server.put("team/sub/plan.pdf", pdf.read_bytes(), owner=accounts.alice.pw_name)
+    secret = tmp_path / "secret"
+    secret.write_text(PASSWORDS["alice"] + "\n")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    daemon = DaemonProcess(home, [docs])
+    cli = CLI(home)
+    cli.run("source", "add", server.url("team"), "--user", accounts.alice.pw_name, "--password-command", f"cat {secret}")
+    daemon.start(wait=False)
+
+    def titles(query: str) -> list[str]:
+        return sorted(h["title"] or h["path"] for h in daemon.call("search", query=query, limit=50, words=True)["hits"])
+
+    def eventually(query: str, expected: list[str]) -> None:
+        patience = daemon.patience(60)
+        while titles(query) != expected and not patience.over():
+            time.sleep(0.2)
+        assert titles(query) == expected, (query, daemon.log.read_text()[-3000:])
+
+    try:
+        daemon.wait_for(lambda st: bool(st.get("sources")) and st["sources"][0]["state"] == "ok", quiet=60,
+                        what="the share's first sync")
+        eventually("capybara", ["the capybara minutes of Monday"])
+        eventually("marmoset", ["Plan"])
+        hit = daemon.call("search", query="marmoset", words=True)["hits"][0]
+        assert hit["source"] == "smb" and hit["uri"] == server.url("team/sub/plan.pdf")
+        assert base64.b64decode(daemon.call("original", uri=hit["uri"])["data"]) == pdf.read_bytes()
+
+        server.put("team/minutes.txt", b"the tapir minutes of Tuesday", owner=accounts.alice.pw_name,
+                   mtime=time.time() + 5)
+        os.remove(server.path / "team" / "sub" / "plan.pdf")
+        synced = json.loads(cli.run("source", "sync", "--json").stdout)
+        assert synced["sources"][0]["state"] == "ok", synced
+        assert titles("tapir") == ["the tapir minutes of Tuesday"] and titles("capybara") == []
+        assert titles("marmoset") == []
+        assert daemon.call("status")["sources"][0]["documents"] == 1
+    finally:
+        assert daemon.stop() == 0
