@@ -454,3 +454,61 @@ def test_a_share_added_from_the_command_line_is_kept_in_sync_by_the_daemon(
         assert daemon.call("status")["sources"][0]["documents"] == 1
     finally:
         assert daemon.stop() == 0
+
+
+@pytest.mark.slow
+def test_an_enterprise_daemon_lets_each_account_find_the_share_files_its_acls_let_it_read(
+        tmp_path: Path, open_dir: Path) -> None:
+    """Real accounts with homes (useradd -m), a real Samba whose files have different ACLs for two of
+    them, the enterprise-mode daemon (--system) syncing the share as an indexing account, and the
+    real CLI run as each account (setpriv): each finds what the share lets it read, and nothing else."""
+    from .accounts import IS_ROOT, Users, clients_or_skip, run_as
+    from .daemon_fixture import DaemonProcess
+
+    if why := samba_missing():
+        pytest.skip(why)
+    if not IS_ROOT:
+        pytest.skip("needs root: useradd, setpriv")
+    py, lib = clients_or_skip()
+    users = Users()
+    daemon = None
+    try:
+        pa, pb = users.create()
+        with unix_account("crawler") as crawler, SmbServer(tmp_path / "smb") as srv:
+            sids = {srv.add_user(users.a, "a-pw-1"): users.a, srv.add_user(users.b, "b-pw-2"): users.b}
+            srv.add_user(crawler.pw_name, PASSWORDS["crawler"], admin=True)
+            srv.put("team/a_secret.txt", b"jackal alpha", owner=users.a, mode=0o600)
+            srv.put("team/b_secret.txt", b"jackal bravo", owner=users.b, mode=0o600)
+            srv.put("team/everyone.txt", b"jackal charlie", owner=users.b, mode=0o644)
+            secret = tmp_path / "secret"
+            secret.write_text(PASSWORDS["crawler"] + "\n")
+            home = open_dir / "home"  # the accounts' clients read its config and reach its socket
+            names = ", ".join(json.dumps(n) for n in (users.a, users.b))
+            sid_map = "".join(f"{json.dumps(sid)} = {json.dumps(name)}\n" for sid, name in sids.items())
+            config = (f"accounts = [{names}]\n[[sources]]\nurl = {json.dumps(url(srv, crawler.pw_name, 'team'))}\n"
+                      f"password_command = {json.dumps(f'cat {secret}')}\n[sid_map]\n{sid_map}")
+            daemon = DaemonProcess(home, [], extra_config=config, args=("--system",)).start()
+            daemon.wait_for(lambda st: bool(st.get("sources")) and st["sources"][0]["state"] == "ok"
+                            and st["sources"][0]["documents"] == 3, quiet=60, what="the share's sync")
+
+            def seen(user: str | None) -> set[str]:
+                p = run_as(user, [py, "-m", "deskdex", "search", "jackal", "--json", "--limit", "50", "--home",
+                                  str(home)], lib, Path(pa.pw_dir) if user == users.a else Path(pb.pw_dir) if user
+                           else None)
+                assert p.returncode == 0, p.stderr
+                return {h["uri"].rsplit("/", 1)[-1] for h in json.loads(p.stdout)["hits"]}
+
+            assert {h["uri"].rsplit("/", 1)[-1] for h in daemon.call("search", query="jackal", limit=50)["hits"]} \
+                == {"a_secret.txt", "b_secret.txt", "everyone.txt"}
+            assert seen(users.a) == {"a_secret.txt", "everyone.txt"}
+            assert seen(users.b) == {"b_secret.txt", "everyone.txt"}
+            assert seen(None) == {"everyone.txt"}
+            # The message of a document another account may not read is that of one not indexed.
+            p = run_as(users.a, [py, "-c", "import sys, deskdex.clients.client as c; c.call(sys.argv[1], 'original', "
+                                 "uri=sys.argv[2])", daemon.socket, srv.url("team/b_secret.txt")],
+                       lib, Path(pa.pw_dir))
+            assert p.returncode != 0 and "no such document" in p.stderr, p.stderr
+    finally:
+        if daemon is not None:
+            daemon.stop()
+        users.remove()
