@@ -218,3 +218,24 @@ def test_a_broken_attachment_fails_alone_and_its_message_is_found(server: ImapSe
     assert found(coll, "gazelle") == ["Scan"]
     member = coll.get(uri)
     assert member is not None and member.status == "failed" and member.parent == uri.rsplit("#", 1)[0]
+
+
+def test_a_folder_named_with_uri_delimiters_and_accents_keeps_its_messages_apart(
+        server: ImapServer, coll: Collection) -> None:
+    # "#" separates members, ";" the RFC 5092 parameters, "/" folders: each stays the folder name's own.
+    odd = "Réunions #1; Q&A"
+    message = sample_message("Agenda", "the axolotl agenda")
+    server.append(odd, message)
+    server.append("Réunions", sample_message("Other", "a different folder"))
+    report = sync(coll, server)
+    assert report.stored == 2 and not report.failed, report
+    (uri,) = [u for u, *_ in coll.under("imap://", "imap") if "%231" in u]
+    assert "%23" in uri and "%3B" in uri and "#" not in uri and uri.endswith(";UID=1")
+    assert found(coll, "axolotl") == ["Agenda"]
+    source = open_source(server.url, lambda: server.password)
+    try:
+        name, data = source.original(uri)
+    finally:
+        source.close()
+    assert name == "message-1.eml" and data == message
+    assert sync(coll, server).fetched == 0
