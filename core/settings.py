@@ -331,7 +331,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ocr.time_limit", 30.0, "Seconds of OCR one file may take (at most three quarters of `time_limit`); "
                                     "pages past it are left, and the document says `ocr: partial`.", low=1, high=86400),
     Setting("source_interval", 300.0, "Seconds between two syncs of a mail account or network share (`deskdex source "
-                                      "add`); new mail in an IMAP INBOX is indexed at once (IDLE).", low=10, high=86400),
+                                      "add`); new mail in an IMAP INBOX (IDLE) and what a share's server notifies "
+                                      "(CHANGE_NOTIFY) are indexed at once.", low=10, high=86400),
     Setting("sources", [], "Mail accounts and network shares to index (docs/sources.md): tables with `url` "
                            "(imap://, imaps:// or smb://, without a password), and optional `user`, `password_command` "
                            "(prints the password; else the system keyring has it) and `interval` (seconds).", dict,

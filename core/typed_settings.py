@@ -189,7 +189,7 @@ class Settings:
     bucket). Allowed: 0 to 1000000."""
     source_interval: float = 300.0
     """Seconds between two syncs of a mail account or network share (`deskdex source add`); new mail in an IMAP
-    INBOX is indexed at once (IDLE). Allowed: 10 to 86400."""
+    INBOX (IDLE) and what a share's server notifies (CHANGE_NOTIFY) are indexed at once. Allowed: 10 to 86400."""
     sources: tuple[SourceTable, ...] = ()
     """Mail accounts and network shares to index (docs/sources.md): tables with `url` (imap://, imaps:// or smb://,
     without a password), and optional `user`, `password_command` (prints the password; else the system keyring

@@ -1,6 +1,6 @@
 """The daemon's sources beyond the local disk (mail accounts, network shares): one thread each, which
 syncs its source (deskdex.pipeline's SourceSync) at start, then each ``interval`` seconds, and at once
-when the server tells of new mail (IMAP IDLE) or a client asks (the source_sync op).
+when the server tells of a change (IMAP IDLE, SMB2 CHANGE_NOTIFY) or a client asks (the source_sync op).
 
 A source that cannot be reached, or refuses its login, is a state (``status`` shows it with the
 reason and the last good sync), never a crash, and what was indexed from it stays searchable; it is

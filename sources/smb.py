@@ -10,6 +10,10 @@ files with it. A directory that cannot be listed (access denied) keeps what is i
 files are read through an open that lets others read, write and delete them meanwhile; links,
 junctions, devices and offline files (a tape's, a cloud's) are left alone.
 
+Between syncs the daemon waits on an SMB2 CHANGE_NOTIFY of the whole tree (``wait_for_change``).
+Samba notifies changes made through the share anywhere in it, but of files written on its own disk
+only those of the watched folder itself (one inotify watch): those come with the next interval.
+
 Enterprise mode (``Options.rights``): each file fetched has its security descriptor read too (one
 request more), and its DACL says which local accounts may find it (deskdex.sources.sids maps the SIDs).
 Known limitation: the rights are read when the content is, so a changed ACL alone (chmod, setfacl, a
@@ -23,6 +27,7 @@ smbclient's process-wide pool), and ``close`` ends it.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
@@ -44,6 +49,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_PORT = 445
 MAX_DEPTH = 64  # directories below the source's folder: deeper is a loop through links the server follows
 SD_BYTES = 65536  # the largest security descriptor asked for
+SETTLE = 2.0  # seconds after a change notification before the sync: the rest of a copy comes meanwhile
 
 # NTSTATUS values (MS-ERREF 2.3) the errors are told apart by.
 STATUS_ACCESS_DENIED = 0xC0000022
@@ -94,6 +100,7 @@ class SmbSource(RemoteSource):
         self._kw: dict[str, Any] | None = None  # every smbclient call's keywords, once logged in
         self._listed: dict[str, list[Item]] = {}  # a folder's files from the walk, until items() takes them
         self._sids: SidMap | None = None
+        self._watcher: Any = None  # the change notification waited on (wait_for_change)
 
     @property
     def prefix(self) -> str:
@@ -269,6 +276,71 @@ class SmbSource(RemoteSource):
         if data is None:
             return item, _too_large(size, max_bytes)
         return item, data
+
+    # -- waiting --------------------------------------------------------------------------------------
+    def wait_for_change(self, seconds: float) -> bool:
+        """SMB2 CHANGE_NOTIFY on the source's folder and everything under it (Samba answers it through
+        inotify, a Windows server through its own): True once the server tells of a file or folder
+        added, removed, renamed or written, after SETTLE seconds more for the rest of a copy. A server
+        that does not offer it (an error) gives False: the daemon then waits for the interval."""
+        from smbprotocol.change_notify import ChangeNotifyFlags, CompletionFilter, FileSystemWatcher
+        from smbprotocol.open import (
+            CreateDisposition,
+            CreateOptions,
+            DirectoryAccessMask,
+            FileAttributes,
+            ImpersonationLevel,
+            Open,
+            ShareAccess,
+        )
+        from smbprotocol.tree import TreeConnect
+
+        self._interrupted = threading.Event()
+        try:
+            session = smbclient.register_session(self.host, **self._connect())
+            tree = TreeConnect(session, f"\\\\{self.host}\\{self.share}")
+            tree.connect()
+            try:
+                handle = Open(tree, self.folder.replace("/", "\\"))
+                handle.create(ImpersonationLevel.Impersonation, DirectoryAccessMask.FILE_LIST_DIRECTORY,
+                              FileAttributes.FILE_ATTRIBUTE_DIRECTORY,
+                              ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE | ShareAccess.FILE_SHARE_DELETE,
+                              CreateDisposition.FILE_OPEN, CreateOptions.FILE_DIRECTORY_FILE)
+                try:
+                    watcher = FileSystemWatcher(handle)
+                    watcher.start(CompletionFilter.FILE_NOTIFY_CHANGE_FILE_NAME
+                                  | CompletionFilter.FILE_NOTIFY_CHANGE_DIR_NAME
+                                  | CompletionFilter.FILE_NOTIFY_CHANGE_SIZE
+                                  | CompletionFilter.FILE_NOTIFY_CHANGE_LAST_WRITE,
+                                  flags=ChangeNotifyFlags.SMB2_WATCH_TREE, output_buffer_length=0)
+                    self._watcher = watcher
+                    fired = watcher.response_event.wait(seconds)
+                    if not fired:
+                        watcher.cancel()
+                        watcher.response_event.wait(self.timeout)
+                    told = fired and not watcher.cancelled and not self._interrupted.is_set()
+                    if told:
+                        watcher.result  # noqa: B018 - raises what the server answered instead (not supported...)
+                finally:
+                    self._watcher = None
+                    handle.close()
+            finally:
+                tree.disconnect()
+        except Exception as exc:  # not offered, or the server went away: the next sync says which
+            logger.info("%s: no change notification (synced each interval): %s", self.url, exc)
+            return False
+        if told:
+            self._interrupted.wait(SETTLE)
+        return told and not self._interrupted.is_set()
+
+    def interrupt(self) -> None:
+        super().interrupt()
+        watcher = self._watcher
+        if watcher is not None:
+            try:
+                watcher.cancel()
+            except Exception as exc:  # its connection is gone: the wait ends with it
+                logger.debug("%s: cancelling the change notification: %s", self.url, exc)
 
     def original(self, uri: str) -> tuple[str, bytes]:
         rest = uri[len(self._base):] if uri.startswith(self._base) else ""
