@@ -383,6 +383,7 @@ def test_sids_of_the_map_of_samba_and_of_unix_groups_become_local_accounts(monke
 
 
 def test_winbind_maps_what_else_is_not_mapped(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # No winbind runs on a test machine (it needs a domain to join): a stand-in wbinfo answers as it would.
     wbinfo = tmp_path / "wbinfo"
     log = tmp_path / "asked"
     wbinfo.write_text(f"""#!/bin/sh
