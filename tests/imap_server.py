@@ -27,16 +27,15 @@ import os
 import pwd
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Iterator
 
-HOST = "127.0.0.1"
+from .servers import HOST, end_session, free_port, launch_session
+
 SEPARATOR = "/"
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 15.0
@@ -57,12 +56,6 @@ def dovecot_missing() -> str:
 
 def _dovecot() -> str:
     return shutil.which("dovecot") or "/usr/sbin/dovecot"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 def _mailbox(name: str) -> str:
@@ -157,7 +150,7 @@ class ImapServer:
             raise RuntimeError(f"Dovecot {version or '(unknown version)'}: tests/imap_server.py writes a "
                                "Dovecot 2.3 configuration (2.4 changed its syntax)")
         if self._port is None:
-            self._port = _free_port()
+            self._port = free_port()
         try:
             self._prepare()
             self._launch()
@@ -364,20 +357,8 @@ service imap-login {{
 """)
 
     def _launch(self) -> None:
-        with open(self._stderr, "ab") as err:
-            # its own session: a terminal's Ctrl-C does not reach it, and stop() can end the group
-            self._proc = subprocess.Popen([_dovecot(), "-F", "-c", str(self.conf)], stdin=subprocess.DEVNULL,
-                                          stdout=err, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            if self._greets():
-                return
-            if self._proc.poll() is not None or time.monotonic() > deadline:
-                why = (f"exited with {self._proc.returncode}" if self._proc.poll() is not None
-                       else f"did not greet on {HOST}:{self._port} within {START_TIMEOUT:.0f} s")
-                self._terminate()
-                raise RuntimeError(f"dovecot {why}; its log ends:\n{self._log_tail()}")
-            time.sleep(0.1)
+        self._proc = launch_session([_dovecot(), "-F", "-c", str(self.conf)], self._stderr, self._greets,
+                                    f"greet on {HOST}:{self._port}", START_TIMEOUT, self._log_tail)
 
     def _greets(self) -> bool:
         try:
@@ -400,21 +381,7 @@ service imap-login {{
 
     def _terminate(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return  # already reaped: its pid, and so its group's id, may belong to another process now
-        proc.send_signal(signal.SIGTERM)  # the master stops its processes and removes master.pid
-        deadline = time.monotonic() + STOP_TIMEOUT
-        # WNOWAIT: the master's exit is seen but it stays a zombie, which keeps its pid (the process
-        # group's id) from being reused while the group is emptied below
-        while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
-            if time.monotonic() > deadline:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-            time.sleep(0.05)
-        # anything of its session that outlived the master: only dovecot's own processes are in it
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        end_session(proc, STOP_TIMEOUT)
 
     def _log_tail(self, lines: int = 30) -> str:
         text = ""

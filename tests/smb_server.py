@@ -53,14 +53,14 @@ import socket
 import stat
 import subprocess
 import tempfile
-import time
 import urllib.parse
 import uuid
 from pathlib import Path
 from types import TracebackType
 from typing import Iterator
 
-HOST = "127.0.0.1"
+from .servers import HOST, end_session, free_port, launch_session
+
 SHARE = "docs"
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 15.0
@@ -88,12 +88,6 @@ def samba_missing() -> str:
     if _tool("useradd") is None or _tool("userdel") is None:
         return "useradd/userdel are missing (Debian package passwd)"
     return ""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 def _crossable(path: Path) -> bool:
@@ -320,7 +314,7 @@ class SmbServer:
         (self.folder / "private").chmod(0o700)
         for name in ("lock", "pid", "ncalrpc", "winbindd"):
             (run / name).mkdir(parents=True, exist_ok=True)
-        self._port = _free_port()
+        self._port = free_port()
         self._write_config()
 
     def _write_config(self) -> None:
@@ -370,22 +364,9 @@ class SmbServer:
 
     def _launch(self) -> None:
         smbd = _tool("smbd") or "/usr/sbin/smbd"
-        with open(self.log, "ab") as out:
-            # its own session: a terminal's Ctrl-C does not reach it, and stop() can end the group
-            self._proc = subprocess.Popen(
-                [smbd, "--foreground", "--no-process-group", "--debug-stdout", "-s", str(self.conf)],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                cwd="/")
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            if self._listening():
-                return
-            if self._proc.poll() is not None or time.monotonic() > deadline:
-                why = (f"exited with {self._proc.returncode}" if self._proc.poll() is not None
-                       else f"did not listen on {HOST}:{self._port} within {START_TIMEOUT:.0f} s")
-                self._terminate()
-                raise RuntimeError(f"smbd {why}; its log ends:\n{self._log_tail()}")
-            time.sleep(0.1)
+        self._proc = launch_session([smbd, "--foreground", "--no-process-group", "--debug-stdout", "-s", str(self.conf)],
+                                    self.log, self._listening, f"listen on {HOST}:{self._port}", START_TIMEOUT,
+                                    self._log_tail, cwd="/")
 
     def _listening(self) -> bool:
         try:
@@ -396,21 +377,7 @@ class SmbServer:
 
     def _terminate(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return  # already reaped: its pid, and so its group's id, may belong to another process now
-        proc.send_signal(signal.SIGTERM)  # the parent smbd ends its children and its listener
-        deadline = time.monotonic() + STOP_TIMEOUT
-        # WNOWAIT: the parent's exit is seen but it stays a zombie, which keeps its pid (the process
-        # group's id) from being reused while the group is emptied below
-        while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
-            if time.monotonic() > deadline:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-            time.sleep(0.05)
-        # the connections' smbd processes that outlived the parent: only smbd's own are in its session
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        end_session(proc, STOP_TIMEOUT)
 
     def _log_tail(self, lines: int = 30) -> str:
         with contextlib.suppress(OSError):

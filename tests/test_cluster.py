@@ -23,6 +23,7 @@ import pytest
 
 from .conftest import CLI, DESKDEX, ROOT, make_docx, make_pdf
 from .misbehaving import settings_for
+from .servers import free_port
 from .test_dups_cli import text
 
 pytestmark = [pytest.mark.slow,  # Redis, workers and daemons
@@ -30,18 +31,12 @@ pytestmark = [pytest.mark.slow,  # Redis, workers and daemons
                                  reason="redis-server is not installed (packaging/system-deps.sh installs it)")]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class RedisServer:
     """A redis-server of the test's own on a free loopback port; ``persist``: with its
     append-only file, so that a restart keeps the queue (docs/scale-out.md asks that of a broker)."""
 
     def __init__(self, folder: Path, persist: bool = False) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.folder = folder
         self.persist = persist
         self.proc: subprocess.Popen[bytes] | None = None
@@ -267,7 +262,7 @@ def test_no_worker_and_no_broker_are_clear_errors(tmp_path: Path):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.txt").write_text("some text")
-    p = cli.run("index", str(docs), "--broker", f"redis://127.0.0.1:{_free_port()}/0", check=False)
+    p = cli.run("index", str(docs), "--broker", f"redis://127.0.0.1:{free_port()}/0", check=False)
     assert p.returncode != 0
     assert "broker" in p.stderr and "127.0.0.1" in p.stderr and "Traceback" not in p.stderr, p.stderr
     p = cli.run("worker", check=False)

@@ -21,15 +21,10 @@ import pytest
 
 from .accounts import IS_ROOT, Users, missing_tools
 from .conftest import CLI, DESKDEX, ROOT
+from .servers import free_port
 from .test_shards import TOKEN, Served
 
 SECRET = "wombatquill"  # in the account's private file only
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _ask(port: int, request: bytes, close_early: bool = False) -> bytes:
@@ -126,7 +121,7 @@ def _system_index(home: Path) -> None:
 def test_serve_refuses_an_enterprise_home(enterprise_home: tuple[Path, Path]) -> None:
     home, _ = enterprise_home
     _system_index(home)
-    port = _free_port()
+    port = free_port()
     p = subprocess.run([DESKDEX, "--home", str(home), "serve", "--listen", f"127.0.0.1:{port}"],
                        capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert p.returncode != 0, (p.stdout, p.stderr)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import httpx
 
 from .daemon_fixture import DaemonProcess
+from .servers import free_port  # noqa: F401 - the tests of the web UI take it from here
 
 TIMEOUT = 60.0  # an HTTP request's wall-clock guard: the daemon answers at once, a busy machine slows it
 
@@ -67,11 +67,3 @@ def start_web(home: Path, folders: list[Path], extra_config: str = "") -> Web:
     except BaseException:
         d.stop()
         raise
-
-
-def free_port() -> int:
-    """A port free on 127.0.0.1 now (for the system daemon, which writes no web.json to find it in)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
