@@ -150,17 +150,32 @@ SITE_KEYS = {"url": str, "scope": str, "max_pages": int, "max_depth": int, "topi
 SITE_REQUIRED = ("url",)
 
 
+def _table_problem(table: dict[str, Any], keys: dict[str, type], required: tuple[str, ...], what: str) -> str | None:
+    """Why one table of a list of tables (a [[crawl.sites]], a [[sources]]) does not fit ``keys``: a
+    key unknown, a value of the wrong kind, a required key missing; None when it fits."""
+    for key, value in table.items():
+        kind = keys.get(key)
+        if kind is None:
+            return f"unknown key {key!r} in a {what} (known: {', '.join(keys)})"
+        if not _of_kind(value, kind):
+            wanted = {int: "an integer", float: "a number", bool: "true or false"}.get(kind, "a string")
+            return f"a {what}'s {key} must be {wanted}, not {_shown(value)}"
+    if missing := [k for k in required if k not in table]:
+        return f"a {what} needs a {missing[0]}"
+    return None
+
+
+def _of_kind(value: Any, kind: type) -> bool:
+    """Whether ``value`` is a TOML value of ``kind``: true/false only for a bool, an integer for a float too."""
+    if isinstance(value, bool) != (kind is bool):
+        return False
+    return isinstance(value, kind) or (kind is float and isinstance(value, int))
+
+
 def _site(site: dict[str, Any]) -> str | None:
     """One [[crawl.sites]] table, as ``deskdex crawl add`` writes it (webcrawl/config.py CrawlSite)."""
-    for key, value in site.items():
-        kind = SITE_KEYS.get(key)
-        if kind is None:
-            return f"unknown key {key!r} in a site (known: {', '.join(SITE_KEYS)})"
-        if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
-            what = {int: "an integer", bool: "true or false"}.get(kind, "a string")
-            return f"a site's {key} must be {what}, not {_shown(value)}"
-    if missing := [k for k in SITE_REQUIRED if k not in site]:
-        return f"a site needs a {missing[0]}"
+    if (why := _table_problem(site, SITE_KEYS, SITE_REQUIRED, "site")) is not None:
+        return why
     if (why := _url(site["url"], ("http", "https"))) is not None:
         return why
     if site.get("scope", "host") not in CRAWL_SCOPES:
@@ -177,14 +192,8 @@ SOURCE_SCHEMES = ("imap", "imaps", "smb")  # deskdex.sources' registry reads the
 
 def _source(source: dict[str, Any]) -> str | None:
     """One [[sources]] table, as ``deskdex source add`` writes it (sources/config.py SourceEntry)."""
-    for key, value in source.items():
-        kind = SOURCE_KEYS.get(key)
-        if kind is None:
-            return f"unknown key {key!r} in a source (known: {', '.join(SOURCE_KEYS)})"
-        if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else kind):
-            return f"a source's {key} must be {'a number' if kind is float else 'a string'}, not {_shown(value)}"
-    if "url" not in source:
-        return "a source needs a url"
+    if (why := _table_problem(source, SOURCE_KEYS, SOURCE_REQUIRED, "source")) is not None:
+        return why
     if (why := _url(source["url"], SOURCE_SCHEMES)) is not None:
         return why
     if urlsplit(source["url"]).password is not None:
@@ -576,10 +585,7 @@ def _flatten(data: dict[str, Any], path: str, problems: list[str]) -> dict[str, 
 
 
 def _fits(value: Any, setting: Setting) -> bool:
-    kind = setting.kind
-    if isinstance(value, bool) != (kind is bool):
-        return False
-    if not (isinstance(value, kind) or (kind is float and isinstance(value, int))):
+    if not _of_kind(value, setting.kind):
         return False
     # Only list and table settings have items (and value is one, being of the setting's kind).
     items = setting.items
