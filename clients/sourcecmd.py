@@ -12,7 +12,6 @@ system keyring, unless ``--password-command`` prints it; the config file never h
 from __future__ import annotations
 
 import argparse
-import functools
 import getpass
 import sys
 import time
@@ -127,7 +126,7 @@ def _sync_here(args: argparse.Namespace, home: Any) -> int:
     from deskdex.errors import SourceError, SourceUnreachable
     from deskdex.index import Collection
     from deskdex.pipeline import SourceSync
-    from deskdex.sources import Options, load_sources, normalise, open_source, password_of
+    from deskdex.sources import load_sources, normalise, open_entry
 
     from .managing import stop_on_signal
 
@@ -141,8 +140,7 @@ def _sync_here(args: argparse.Namespace, home: Any) -> int:
     reports = []
     with stop_on_signal() as stop, Collection.from_settings(cfg, writable=True) as coll:
         for entry in entries:
-            source = open_source(entry.url, functools.partial(password_of, entry),
-                                 options=Options(entry.user, sid_map=cfg.settings.sid_map))
+            source = open_entry(entry, cfg.settings.sid_map)
             try:
                 report = SourceSync(coll, Limits.from_settings(cfg), stop=stop, workers=cfg.settings.workers,
                                     commit_seconds=cfg.settings.commit_seconds,
@@ -170,15 +168,15 @@ def _drop_here(home: Any, entry: Any) -> None:
     """No daemon runs: drop what was indexed from a removed source now."""
     from deskdex.errors import IndexMissing, NotConfigured
     from deskdex.index import Collection
-    from deskdex.sources import open_source
+    from deskdex.pipeline import SourceSync
+    from deskdex.sources import open_entry
 
     try:
-        source = open_source(entry.url, lambda: "")
+        source = open_entry(entry)
     except NotConfigured:
         return
     try:
         with Collection.from_settings(settings.load(home), writable=True) as coll:
-            for uri, *_ in coll.under(source.prefix, source.kind):
-                coll.delete(uri)
+            SourceSync(coll).drop(source)
     except IndexMissing:
         pass

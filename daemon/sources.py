@@ -12,7 +12,6 @@ what was indexed from them.
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from deskdex.errors import (BadArgs, ConfigError, DeskdexError, NotConfigured, NotFound, SourceRefused,
                             SourceUnreachable)
 from deskdex.pipeline import SourceSync
-from deskdex.sources import Options, SourceEntry, load_sources, normalise, open_source, password_of
+from deskdex.sources import SourceEntry, load_sources, normalise, open_entry
 
 if TYPE_CHECKING:
     from deskdex.converters import Limits
@@ -117,9 +116,7 @@ class SourceThread:
         self.state = "syncing"
         try:
             if self.source is None:
-                entry, settings = self.entry, self.scheduler.settings()
-                options = Options(entry.user, rights=self.scheduler.system, sid_map=settings.sid_map)
-                self.source = open_source(entry.url, functools.partial(password_of, entry), TIMEOUT, options)
+                self.source = self.scheduler.open(self.entry)
             settings = self.scheduler.settings()
             sync = SourceSync(self.scheduler.coll, self.scheduler.limits, self.scheduler.lock, self.stop_event,
                               commit_seconds=settings.commit_seconds, overrides=dict(settings.converters))
@@ -156,7 +153,7 @@ class SourceThread:
     def _count(self) -> None:
         if self.source is not None:
             with self.scheduler.lock:
-                self.documents = len(self.scheduler.coll.under(self.source.prefix, self.source.kind))
+                self.documents = self.scheduler.coll.count_under(self.source.prefix, self.source.kind)
 
 
 class SourceScheduler:
@@ -195,17 +192,19 @@ class SourceScheduler:
                 self._drop(t)
         return list(entries)
 
+    def open(self, entry: SourceEntry) -> RemoteSource:
+        """The source of ``entry`` as this daemon reads it (enterprise mode: with the readers' rights)."""
+        return open_entry(entry, self.settings().sid_map, self.system, TIMEOUT)
+
     def _drop(self, t: SourceThread) -> None:
         """Delete what was indexed from a removed source."""
-        if t.source is None:
-            logger.warning("%s removed: what was indexed from it stays (its kind cannot be read here)", t.entry.url)
+        try:
+            source = t.source or self.open(t.entry)
+        except NotConfigured as exc:
+            logger.warning("%s removed: what was indexed from it stays (%s)", t.entry.url, exc)
             return
-        with self.lock:
-            uris = [uri for uri, *_ in self.coll.under(t.source.prefix, t.source.kind)]
-            for uri in uris:
-                self.coll.delete(uri)
-            self.coll.commit()
-        logger.info("%s removed: %d documents dropped", t.entry.url, len(uris))
+        dropped = SourceSync(self.coll, lock=self.lock).drop(source)
+        logger.info("%s removed: %d documents dropped", t.entry.url, dropped)
 
     def original(self, uri: str) -> tuple[str, bytes]:
         """The name and bytes of a document of a source (a member: of its container) as the server
@@ -216,9 +215,7 @@ class SourceScheduler:
                            and top.startswith(t.source.prefix)), None)
         if thread is None:
             raise NotFound(f"no configured source holds {uri}")
-        entry, settings = thread.entry, self.settings()
-        source = open_source(entry.url, functools.partial(password_of, entry), TIMEOUT,
-                             Options(entry.user, rights=self.system, sid_map=settings.sid_map))
+        source = self.open(thread.entry)
         try:
             return source.original(top)
         finally:

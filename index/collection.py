@@ -539,6 +539,9 @@ class Collection:
         """(uri, path, size, mtime) of ``source``'s top-level documents whose URI starts with ``prefix``."""
         return list(self.catalog.under(prefix, source))
 
+    def count_under(self, prefix: str, source: str) -> int:
+        return self.catalog.count_under(prefix, source)
+
     def meta(self, key: str) -> str | None:
         return self.catalog.get_meta(key)
 

@@ -112,6 +112,14 @@ _values = operator.attrgetter(*COLUMNS)
 _BY_URIS = " WHERE uri IN (SELECT value FROM json_each(?))"
 
 
+# The top-level documents of a source under a URI prefix (Catalog.under): the prefix's range of URIs.
+_UNDER = " FROM docs WHERE parent IS NULL AND source=? AND uri >= ? AND uri < ?"
+
+
+def _under(prefix: str, source: str) -> tuple[str, str, str]:
+    return source, prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
 class Catalog:
     def __init__(self, path: str, writable: bool = True) -> None:
         self.path = path
@@ -275,8 +283,12 @@ class Catalog:
     def under(self, prefix: str, source: str) -> Iterator[tuple[str, str, int, float]]:
         """(uri, path, size, mtime) of the top-level documents of ``source`` whose URI starts with
         ``prefix`` (a folder's ``file:///a/b/``; a mail folder's ``imap://u@h/INBOX;UIDVALIDITY=7/;UID=``)."""
-        q = "SELECT uri, path, size, mtime FROM docs WHERE parent IS NULL AND source=? AND uri >= ? AND uri < ?"
-        yield from self.db.execute(q, (source, prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)))
+        yield from self.db.execute("SELECT uri, path, size, mtime" + _UNDER, _under(prefix, source))
+
+    def count_under(self, prefix: str, source: str) -> int:
+        """How many documents ``under`` would list."""
+        count: int = self.db.execute("SELECT COUNT(*)" + _UNDER, _under(prefix, source)).fetchone()[0]
+        return count
 
     def rows(self, where: str = "", args: Iterable[object] = ()) -> Iterator[Row]:
         for r in self.db.execute(self._select + (" WHERE " + where if where else ""), tuple(args)):

@@ -105,6 +105,17 @@ class SourceSync:
             report.seconds = time.monotonic() - started
         return report
 
+    def drop(self, source: RemoteSource) -> int:
+        """Delete everything indexed from ``source`` (it was removed) with its folders' stamps, and
+        commit: how many documents went (their members with them)."""
+        with self.lock:
+            uris = [uri for uri, *_ in self.coll.under(source.prefix, source.kind)]
+            for uri in uris:
+                self.coll.delete(uri)
+            self.coll.set_meta(_stamps_key(source), None)  # added again, every folder is listed again
+            self.coll.commit()
+        return len(uris)
+
     # -- a folder ----------------------------------------------------------------------------------
     def _folder(self, source: RemoteSource, folder: Folder, pool: WorkerPool, report: SyncReport) -> None:
         stamps = self._stamps(source)

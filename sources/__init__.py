@@ -9,8 +9,9 @@ from .config import add as add_source
 from .config import find as find_source
 from .config import load as load_sources
 from .config import remove as remove_source
+from .configured import open_entry
 from .credentials import forget_password, password_of, store_password
 from .registry import SCHEMES, open_source, scheme_of
 
 __all__ = ["Folder", "Item", "Options", "RemoteSource", "SourceEntry", "normalise", "add_source", "find_source", "load_sources",
-           "remove_source", "forget_password", "password_of", "store_password", "SCHEMES", "open_source", "scheme_of"]
+           "remove_source", "open_entry", "forget_password", "password_of", "store_password", "SCHEMES", "open_source", "scheme_of"]

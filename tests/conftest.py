@@ -181,6 +181,17 @@ def cli(home: Path) -> CLI:
     return CLI(home)
 
 
+@pytest.fixture
+def coll(tmp_path: Path) -> Iterator[Any]:
+    """An empty writable collection in the test's folder (modules with collections of their own, built
+    once per module, define their own ``coll``)."""
+    from deskdex.index import Collection
+
+    c = Collection.open(str(tmp_path / "data"), writable=True)
+    yield c
+    c.close()
+
+
 def need_corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.skip(f"corpus not built at {CORPUS}: run ../shared/corpus/build.sh")

@@ -28,13 +28,6 @@ def server(tmp_path: Path) -> Iterator[ImapServer]:
         yield srv
 
 
-@pytest.fixture
-def coll(tmp_path: Path) -> Iterator[Collection]:
-    c = Collection.open(str(tmp_path / "data"), writable=True)
-    yield c
-    c.close()
-
-
 def sync(coll: Collection, srv: ImapServer, **kw: Any) -> SyncReport:
     source = open_source(srv.url, lambda: srv.password)
     try:
@@ -111,6 +104,16 @@ def test_a_folder_made_again_under_a_new_uidvalidity_is_fetched_again(server: Im
     assert report.stored == 1 and report.removed == 1, report
     assert found(coll, "pangolin") == [] and found(coll, "quokka") == ["Digest two"]
     assert all(f";UIDVALIDITY={old}/" not in uri for uri, *_ in coll.under("imap://", "imap"))
+
+
+def test_a_source_dropped_and_added_again_is_fetched_again(server: ImapServer, coll: Collection) -> None:
+    server.append("INBOX", sample_message("Kept", "a serval"))
+    sync(coll, server)
+    source = open_source(server.url, lambda: server.password)
+    assert SourceSync(coll).drop(source) == 1 and found(coll, "serval") == []
+    # Its folders' stamps went with it: added again, nothing of it is taken as unchanged.
+    again = sync(coll, server)
+    assert again.stored == 1 and again.unchanged_folders == 0 and found(coll, "serval") == ["Kept"]
 
 
 def test_a_server_that_goes_away_is_unreachable_and_nothing_indexed_from_it_is_lost(

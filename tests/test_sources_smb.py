@@ -51,13 +51,6 @@ def server(tmp_path: Path, accounts: Accounts) -> Iterator[SmbServer]:
         yield s
 
 
-@pytest.fixture
-def coll(tmp_path: Path) -> Iterator[Collection]:
-    c = Collection.open(str(tmp_path / "data"), writable=True)
-    yield c
-    c.close()
-
-
 def url(server: SmbServer, user: str, path: str = "") -> str:
     return server.url(path).replace("smb://", f"smb://{user}@", 1)
 
