@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from deskdex.cluster import recorded_broker
 from deskdex.errors import ConfigError, DeskdexError
 from deskdex.paths import Home
+from deskdex.protocol import REMOTE_SOURCES
 from deskdex.sizes import human
 
 from .ask import ask, ask_daemon, home_given, home_of
@@ -59,6 +60,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             print(f"deskdex: only {len(hits)} results", file=sys.stderr)
             return EXIT_ERROR
         hit = hits[args.open - 1]
+        # a document of a mail account or share: a copy of what its server holds now (a message as an .eml)
         target = _fetched_original(args, hit) if hit.get("source") in REMOTE_SOURCES else _target(hit)
         return open_with_default_app(target)
     print_results(results, as_json=args.json, paths=args.paths, null=args.null, folded=not (args.all or args.similar))
@@ -90,11 +92,6 @@ def _target(hit: SearchHit) -> str:
     """What to open for a hit: a web page, its URL; a file (a member: its container) by its exact
     name, which the path shown may not be (U+FFFD for bytes that are not UTF-8)."""
     return hit["uri"] if hit.get("source") == "web" else os.fsdecode(raw_path(hit))
-
-
-# Documents of mail accounts and network shares (deskdex.sources): opened from a copy of what their
-# server holds now (the daemon's original op), a message as an .eml file.
-REMOTE_SOURCES = ("imap", "smb")
 
 
 def _fetched_original(args: argparse.Namespace, hit: SearchHit) -> str:

@@ -125,7 +125,8 @@ MAX_NESTING = 32  # arrays and objects within one another in a request; a reques
 SORTS = ("relevance", "date", "size")
 # Where a document comes from (a hit's "source", the query's source:): local files, crawled pages, and
 # the kinds of deskdex.sources (each RemoteSource's ``kind``; tests/test_sources.py checks they are here).
-SOURCES = ("files", "web", "imap", "smb")
+REMOTE_SOURCES = ("imap", "smb")  # opened as their server holds them (the original op), not from a path
+SOURCES = ("files", "web", *REMOTE_SOURCES)
 CRAWL_SCOPES = ("host", "domain", "prefix")  # where a crawl may go from its seeds (deskdex.webcrawl.urls)
 CRAWL_STATES = ("waiting", "crawling", "done", "cancelled", "failed")  # of a crawl job; the last three are final
 MAX_WAIT = 10  # seconds crawl_job may hold its answer back for the job to end

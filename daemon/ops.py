@@ -168,7 +168,7 @@ class Ops:
 
         with self.daemon.reading() as reader:
             doc = document(reader, req.args["uri"], text=False, reader=self._reader_uid(req.peer))
-        if doc["source"] in ("files", "web"):
+        if doc["source"] not in protocol.REMOTE_SOURCES:
             raise NotFound(f"{req.args['uri']}: not a document of a mail account or network share")
         name, data = self.daemon.sources.original(doc["uri"])
         mime = doc["mime"] if "#" not in doc["uri"] else "message/rfc822" if doc["source"] == "imap" else ""

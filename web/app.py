@@ -45,9 +45,6 @@ MAX_BODY = 64 * 1024  # a form or an API call's JSON: far above any we take, far
 MAX_URI = 8192
 CHUNK = 256 * 1024
 SESSION_COOKIE, TOKEN_COOKIE = "deskdex_session", "deskdex_token"
-# Documents of mail accounts and network shares (deskdex.sources): downloaded as their server holds
-# them (the original op), never opened inline.
-REMOTE_SOURCES = ("imap", "smb")
 # Shown inline by the browser (the preview's "open at page" for PDFs); anything else is a download,
 # so that an indexed HTML or SVG file cannot run script on this origin.
 INLINE_TYPES = {"application/pdf", "image/png", "image/jpeg", "image/gif", "image/webp", "text/plain"}
@@ -256,9 +253,9 @@ class WebApp:
             return self.render("error.html", session, code=HTTP_STATUS.get(error["code"], 500), error=error)
         # A file of its own, or a document of a mail account or share (whose download is the
         # original its server holds: a message's attachment downloads the whole message).
-        downloadable = doc["source"] in REMOTE_SOURCES or doc["source"] != "web" and "#" not in doc["uri"]
+        downloadable = doc["source"] in protocol.REMOTE_SOURCES or doc["source"] != "web" and "#" not in doc["uri"]
         return self.render("doc.html", session, doc=doc, q=q, downloadable=downloadable,
-                           inline=doc["mime"] in INLINE_TYPES and doc["source"] not in REMOTE_SOURCES)
+                           inline=doc["mime"] in INLINE_TYPES and doc["source"] not in protocol.REMOTE_SOURCES)
 
     async def page_file(self, request: Request) -> Response:
         """The original file, opened with the caller's rights: its path is the index's, found by the
@@ -270,7 +267,7 @@ class WebApp:
             return r.response
         try:
             doc = await self.call(session, "document", uri=uri, text=False)
-            if doc["source"] in REMOTE_SOURCES:
+            if doc["source"] in protocol.REMOTE_SOURCES:
                 original = await self.call(session, "original", uri=uri)
                 data = base64.b64decode(original["data"])
                 return Response(data, media_type="application/octet-stream",
